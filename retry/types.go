@@ -1,0 +1,179 @@
+// Package retry is limitscope's policy. It decides, on error classes alone,
+// whether to wait, retry, fail over, stop or defer; paces requests from limit
+// snapshots; keeps cooldowns behind an interface; and reports every attempt
+// and wait as an Event. It knows no provider, UI or storage.
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/limitscope/limitscope/stream"
+)
+
+// Doer sends one attempt. *stream.Client wrapped with its endpoints is the
+// real one; tests use fakes.
+type Doer interface {
+	// Do sends one request and reads it to its end, calling onText with each
+	// text delta. It never retries.
+	Do(ctx context.Context, req stream.Request, onText func(string)) stream.Result
+	// Scope returns the cooldown key for a quota stop of the given scope on
+	// target: the provider plus a fingerprint of its key for ScopeAccount
+	// (never the key), the target for ScopeTarget.
+	Scope(t stream.Target, s stream.Scope) string
+}
+
+// Clock is time as the engine sees it; tests use a fake one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends, returning ctx.Err() in that case.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Cooldown is a stop that outlives one call: a quota or billing error blocks
+// its scope until Until (zero: until cleared).
+type Cooldown struct {
+	Scope   string    `json:"scope"`
+	Until   time.Time `json:"until,omitempty"`
+	Since   time.Time `json:"since"`
+	Target  string    `json:"target"` // the target whose error set it
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+}
+
+// Active reports whether the cooldown blocks calls at now.
+func (c Cooldown) Active(now time.Time) bool { return c.Until.IsZero() || now.Before(c.Until) }
+
+// Cooldowns stores cooldowns. The engine's default is in memory; the store
+// package persists them across processes.
+type Cooldowns interface {
+	Get(scope string) (Cooldown, bool, error)
+	Set(c Cooldown) error
+	Clear(scope string) error
+	List() ([]Cooldown, error)
+}
+
+// Outcome is how a call ended.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeOK        Outcome = "ok"
+	OutcomeStopped   Outcome = "stopped"   // quota, billing, or a cooldown: a person must act
+	OutcomeDeferred  Outcome = "deferred"  // the server asked for a wait longer than max-wait
+	OutcomeGaveUp    Outcome = "gave_up"   // transient errors used the budget or the deadline
+	OutcomeFailed    Outcome = "failed"    // the request itself is wrong
+	OutcomeCancelled Outcome = "cancelled" // the caller cancelled
+)
+
+// ExitCode maps an outcome to the process exit code shared by every command.
+func (o Outcome) ExitCode() int {
+	switch o {
+	case OutcomeOK:
+		return 0
+	case OutcomeGaveUp, OutcomeFailed:
+		return 1
+	case OutcomeStopped:
+		return 3
+	case OutcomeDeferred:
+		return 4
+	case OutcomeCancelled:
+		return 130
+	}
+	return 1
+}
+
+// Decision is what the engine did after an attempt.
+type Decision string
+
+// The decisions.
+const (
+	DecideDone     Decision = "done"      // success
+	DecideRetry    Decision = "retry"     // same target again, after a wait
+	DecideFailover Decision = "fail over" // next target
+	DecideStop     Decision = "stop"      // quota: no retry, no failover
+	DecideFail     Decision = "fail"      // caller error
+	DecideDefer    Decision = "defer"     // wait too long, no fallback
+	DecideGiveUp   Decision = "give up"   // budget or deadline spent
+	DecideCancel   Decision = "cancel"
+)
+
+// Attempt is one HTTP request of a call, as every consumer sees it.
+type Attempt struct {
+	N           int                // 1-based within the call
+	Target      stream.Target      // as requested
+	Status      int                // 0 when no response
+	Class       stream.Class       // ClassOK on success
+	Code        string
+	QuotaID     string
+	Message     string
+	RetryAfter  *time.Duration     // the server's delay, nil when none
+	DelaySource stream.DelaySource // of the wait that followed (server's, reset or backoff); "" when none
+	Paced       time.Duration      // waited before this attempt by pacing
+	Waited      time.Duration      // waited after this attempt, before the next
+	RequestID   string
+	MidStream   bool
+	PartialText string // text received before an error (never glued onto a retry's answer)
+	TTFT        time.Duration
+	StartedAt   time.Time
+	Duration    time.Duration
+	Limits      *stream.Limits // the snapshot this response carried
+	Decision    Decision
+	NoRetry     bool // x-should-retry: false
+}
+
+// Wait is a pause the engine takes, as a value: the TUI counts it down, the
+// store records it, tests check it.
+type Wait struct {
+	Target   stream.Target
+	Duration time.Duration // how long the engine will wait
+	Asked    time.Duration // what the server asked (0 when the source is backoff)
+	Source   stream.DelaySource
+	Reason   string    // a sentence: why it waits
+	Until    time.Time // when the wait ends
+	Deadline time.Time // the call's deadline
+	Pacing   bool      // before the first request to a target, from a limits snapshot
+}
+
+// EventKind names an Event.
+type EventKind string
+
+// The event kinds. Text events may be coalesced by a consumer; the others
+// must all be delivered.
+const (
+	EventCallStart    EventKind = "call_start"
+	EventAttemptStart EventKind = "attempt_start"
+	EventText         EventKind = "text"
+	EventAttemptEnd   EventKind = "attempt_end"
+	EventWait         EventKind = "wait"
+	EventCallEnd      EventKind = "call_end"
+)
+
+// Event is one thing that happened during a call.
+type Event struct {
+	Kind    EventKind
+	CallID  string
+	Time    time.Time
+	Chain   []stream.Target // EventCallStart
+	Attempt *Attempt        // EventAttemptStart (partly filled) and EventAttemptEnd
+	Text    string          // EventText: one delta of the current attempt
+	Wait    *Wait           // EventWait
+	Result  *Result         // EventCallEnd
+}
+
+// Result is how a call ended, with every attempt.
+type Result struct {
+	CallID        string
+	Outcome       Outcome
+	Text          string // the serving attempt's text only
+	FinishReason  string
+	Usage         *stream.Usage
+	ServedBy      *stream.Target // provider, and the model as the serving provider reported it
+	Attempts      []Attempt
+	Err           *stream.Error // the error that ended the call; nil when ok
+	RetryAt       time.Time     // when deferred
+	CooldownUntil time.Time     // when a cooldown stopped the call (zero with CooldownActive: until cleared)
+	CooldownHit   bool          // the call was not sent because of a cooldown
+	Started       time.Time
+	Ended         time.Time
+}

@@ -1,0 +1,187 @@
+// Package stream is limitscope's wire layer: one dialect per provider API.
+//
+// It builds each provider's request, authenticates it, decodes its SSE stream
+// (with github.com/tmaxmax/go-sse), parses its error bodies and rate-limit
+// headers, and turns all of it into provider-neutral values: text deltas, a
+// Result, an *Error carrying a Class, and a Limits snapshot. It is the only
+// package that knows a provider's formats.
+package stream
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Class is the provider-neutral meaning of an attempt's outcome. The retry
+// policy decides on classes alone.
+type Class string
+
+// The classes. See the engine issue for the mapping from each provider's
+// statuses and codes; the first matching row wins.
+const (
+	ClassOK         Class = "ok"         // the stream completed
+	ClassQuota      Class = "quota"      // a person must act: spend, billing, credit, per-day quota
+	ClassCaller     Class = "caller"     // fix the request (Error.ModelSpecific: another model may take it)
+	ClassRateLimit  Class = "rate_limit" // transient, the account's per-minute budget
+	ClassOverload   Class = "overload"   // transient, the provider's capacity
+	ClassServer     Class = "server"     // 5xx, 408, 409, a 200 that is not the expected stream
+	ClassConnection Class = "connection" // no response, a reset, a stream cut before its end
+	ClassTimeout    Class = "timeout"    // header, first-token or stall timeout
+	ClassCancelled  Class = "cancelled"  // the caller's context ended
+)
+
+// DelaySource names where a wait's length came from.
+type DelaySource string
+
+// Delay sources, in the order the server's own are looked for; Reset and
+// Backoff are the client's.
+const (
+	SourceNone         DelaySource = ""
+	SourceRetryAfterMs DelaySource = "retry-after-ms"
+	SourceRetryAfter   DelaySource = "retry-after"
+	SourceRetryInfo    DelaySource = "retry-info"
+	SourceMessage      DelaySource = "message"
+	SourceReset        DelaySource = "reset"   // pacing from a limits snapshot
+	SourceBackoff      DelaySource = "backoff" // the client's own exponential backoff
+)
+
+// Scope says what a quota stop covers, for cooldowns.
+type Scope string
+
+// Cooldown scopes.
+const (
+	ScopeNone    Scope = ""
+	ScopeAccount Scope = "account" // spend, billing, credit: the whole provider account (key)
+	ScopeTarget  Scope = "target"  // a per-model daily quota
+)
+
+// Target is one provider and model, written "provider/model".
+type Target struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// String returns "provider/model".
+func (t Target) String() string { return t.Provider + "/" + t.Model }
+
+// ParseTarget parses "provider/model". The model may itself contain slashes
+// (e.g. "groq/meta-llama/llama-4"). The provider must be a known one.
+func ParseTarget(s string) (Target, error) {
+	p, m, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || p == "" || m == "" {
+		return Target{}, fmt.Errorf("target %q: want provider/model, e.g. openai/gpt-5.4-mini", s)
+	}
+	p = strings.ToLower(p)
+	if _, ok := lookupProvider(p); !ok {
+		return Target{}, fmt.Errorf("target %q: unknown provider %q (known: %s)", s, p, strings.Join(ProviderNames(), ", "))
+	}
+	return Target{Provider: p, Model: m}, nil
+}
+
+// Request is one prompt to one target.
+type Request struct {
+	Target    Target
+	Prompt    string
+	MaxTokens int
+}
+
+// Usage is token usage as the provider reported it.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Window is one rate-limit window from the response headers. Fields a
+// provider did not send are left at their zero value with the Has flag false.
+type Window struct {
+	Limit        int64     `json:"limit"`
+	Remaining    int64     `json:"remaining"`
+	Reset        time.Time `json:"reset,omitempty"` // when the window is fully replenished
+	HasLimit     bool      `json:"has_limit"`
+	HasRemaining bool      `json:"has_remaining"`
+	PerDay       bool      `json:"per_day,omitempty"`  // Groq's request headers are per day
+	Rounded      bool      `json:"rounded,omitempty"`  // Anthropic rounds token remaining to thousands
+}
+
+// Limits is a snapshot of a target's rate limits from one response's headers.
+// Nil windows were not sent.
+type Limits struct {
+	At           time.Time `json:"at"`
+	Requests     *Window   `json:"requests,omitempty"`
+	Tokens       *Window   `json:"tokens,omitempty"`
+	InputTokens  *Window   `json:"input_tokens,omitempty"`
+	OutputTokens *Window   `json:"output_tokens,omitempty"`
+}
+
+// Empty reports whether the snapshot holds no window.
+func (l *Limits) Empty() bool {
+	return l == nil || (l.Requests == nil && l.Tokens == nil && l.InputTokens == nil && l.OutputTokens == nil)
+}
+
+// Error is a classified failure of one attempt. Its text never contains a
+// credential.
+type Error struct {
+	Class         Class
+	ModelSpecific bool   // a caller error another model may not have (context length, request too large)
+	Status        int    // HTTP status; 200 for a mid-stream error; 0 when no response
+	Code          string // the provider's most specific code
+	Message       string
+	QuotaID       string // Gemini's QuotaFailure quotaId
+	RequestID     string
+	Delay         time.Duration // the server's delay; meaningful when DelaySource != ""
+	DelaySource   DelaySource
+	NoRetry       bool // the server sent x-should-retry: false
+	MidStream     bool // the error came after HTTP 200, inside the stream
+	Scope         Scope
+	ResetAt       time.Time // when a quota stop ends, when the provider said (zero: unknown)
+	Snippet       string    // the first bytes of an unexpected body, redacted
+	Err           error     // the underlying error, if any
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Class))
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d", e.Status)
+		if e.MidStream {
+			b.WriteString(", mid-stream")
+		}
+		b.WriteString(")")
+	}
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	} else if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Result is what one attempt produced: a completed stream, or an Error with
+// whatever text arrived before it.
+type Result struct {
+	Status       int           // HTTP status, 0 when no response
+	RequestID    string        // from x-request-id, request-id, or the body
+	Limits       *Limits       // nil when the response carried no rate-limit headers
+	Text         string        // all text received (partial when Err != nil)
+	FinishReason string        // as the provider reported it
+	Usage        *Usage        // nil when not reported
+	Model        string        // the model as the serving provider reported it
+	TTFT         time.Duration // time to first content; 0 when none arrived
+	Err          *Error        // nil on success
+}
+
+// Class returns ClassOK on success, else the error's class.
+func (r *Result) Class() Class {
+	if r.Err == nil {
+		return ClassOK
+	}
+	return r.Err.Class
+}
