@@ -46,9 +46,9 @@ type Call struct {
 // Engine runs calls. It is safe for concurrent use.
 type Engine struct {
 	Doer      Doer
-	Clock     Clock     // nil: the wall clock
-	Cooldowns Cooldowns // nil: in memory, for this engine's life
-	Pacer     *Pacer    // nil: no pacing
+	Clock     Clock          // nil: the wall clock
+	Cooldowns Cooldowns      // nil: in memory, for this engine's life
+	Pacer     *Pacer         // nil: no pacing
 	Rand      func() float64 // in [0,1); nil: math/rand/v2
 }
 

@@ -100,10 +100,10 @@ const (
 
 // Attempt is one HTTP request of a call, as every consumer sees it.
 type Attempt struct {
-	N           int                // 1-based within the call
-	Target      stream.Target      // as requested
-	Status      int                // 0 when no response
-	Class       stream.Class       // ClassOK on success
+	N           int           // 1-based within the call
+	Target      stream.Target // as requested
+	Status      int           // 0 when no response
+	Class       stream.Class  // ClassOK on success
 	Code        string
 	QuotaID     string
 	Message     string

@@ -100,8 +100,8 @@ type Window struct {
 	Reset        time.Time `json:"reset,omitempty"` // when the window is fully replenished
 	HasLimit     bool      `json:"has_limit"`
 	HasRemaining bool      `json:"has_remaining"`
-	PerDay       bool      `json:"per_day,omitempty"`  // Groq's request headers are per day
-	Rounded      bool      `json:"rounded,omitempty"`  // Anthropic rounds token remaining to thousands
+	PerDay       bool      `json:"per_day,omitempty"` // Groq's request headers are per day
+	Rounded      bool      `json:"rounded,omitempty"` // Anthropic rounds token remaining to thousands
 }
 
 // Limits is a snapshot of a target's rate limits from one response's headers.
