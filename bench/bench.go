@@ -1,0 +1,322 @@
+// Package bench drives a workload through several retry policies, one after
+// the other, each against a fresh provider (a new simulator, or a real account
+// whose limits have recovered), and measures what each did on the wire:
+// requests, rejections, waste, requests sent after a quota error, goodput
+// against the limit the headers named, and latency including waits.
+//
+// The limitscope policy is the real core (retry.Engine with a retry.Pacer);
+// the others copy what common clients do, as small loops over the same Doer,
+// so every policy speaks the same wire. HTTP requests are counted at the Doer
+// (Counter), never from a policy's own report.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// Env gives each policy's run its Doer.
+type Env interface {
+	// Prepare returns the Doer one policy's run sends through, in a fresh
+	// state: a new simulator, or a real account once the limits seen in prev
+	// (the previous run's latest snapshot; nil for the first run) have
+	// recovered. release is called when the run ends.
+	Prepare(ctx context.Context, policy string, prev *stream.Limits) (doer retry.Doer, release func(), err error)
+}
+
+// Config is one bench run.
+type Config struct {
+	Chain       []stream.Target // primary first; only the limitscope policy fails over
+	Requests    int             // calls per policy
+	Concurrency int             // workers per policy
+	Prompt      string
+	MaxTokens   int
+	Policies    []string     // in the order to run; nil: Policies()
+	Retry       retry.Policy // the limitscope policy's knobs; zero fields take the defaults
+
+	// NewPacer returns the limitscope policy's pacer, one per run; nil: a
+	// new retry.Pacer with its defaults.
+	NewPacer func() *retry.Pacer
+	// Clock measures elapsed time and latency, and runs every policy's waits;
+	// nil: the wall clock.
+	Clock retry.Clock
+	// Rand returns values in [0,1) for the jitter of every policy; it must be
+	// safe for concurrent use. nil: math/rand/v2.
+	Rand func() float64
+	// LimitPerSecond, when positive, is the limit goodput is compared with,
+	// instead of the estimate from the response headers.
+	LimitPerSecond float64
+	// Progress, when set, is called (never concurrently) after each call ends.
+	Progress func(policy string, done, total int)
+}
+
+// Latency holds latency percentiles in milliseconds, waits included.
+type Latency struct {
+	P50 int64 `json:"p50"`
+	P95 int64 `json:"p95"`
+	P99 int64 `json:"p99"`
+}
+
+// PolicyResult is one policy's figures. Completed + Stopped + GaveUp ==
+// Requests: GaveUp counts every call that neither completed nor stopped
+// (gave up, failed, deferred or cancelled).
+type PolicyResult struct {
+	Policy             string   `json:"policy"`
+	Requests           int      `json:"requests"`
+	Completed          int      `json:"completed"`
+	Stopped            int      `json:"stopped"`
+	GaveUp             int      `json:"gave_up"`
+	HTTPRequests       int      `json:"http_requests"`
+	Rejected           int      `json:"rejected"`
+	Wasted             int      `json:"wasted"`
+	RequestsAfterQuota int      `json:"requests_after_quota"`
+	ElapsedMs          int64    `json:"elapsed_ms"`
+	GoodputPerS        float64  `json:"goodput_per_s"`
+	LimitPerS          *float64 `json:"limit_per_s"`   // null when no header named it
+	GoodputRatio       *float64 `json:"goodput_ratio"` // goodput over the limit; null when the limit is unknown
+	LatencyMs          Latency  `json:"latency_ms"`
+
+	// Outcomes counts the calls by outcome (ok, stopped, gave_up, failed,
+	// deferred, cancelled), for the detail behind GaveUp.
+	Outcomes map[retry.Outcome]int `json:"outcomes"`
+	// Statuses counts the HTTP responses by status ("0": no response).
+	Statuses map[int]int `json:"statuses"`
+}
+
+// Report is a whole bench run: `{"policies":[...]}`.
+type Report struct {
+	Policies []PolicyResult `json:"policies"`
+}
+
+// Validate checks a configuration before anything is sent.
+func (c Config) Validate() error {
+	if len(c.Chain) == 0 {
+		return errors.New("bench: no target: --model is required")
+	}
+	if c.Requests < 1 {
+		return fmt.Errorf("bench: --requests must be at least 1, got %d", c.Requests)
+	}
+	if c.Concurrency < 1 {
+		return fmt.Errorf("bench: --concurrency must be at least 1, got %d", c.Concurrency)
+	}
+	for _, p := range c.Policies {
+		if !ValidPolicy(p) {
+			return fmt.Errorf("bench: %w", unknownPolicy(p))
+		}
+	}
+	return nil
+}
+
+// Run runs every policy of cfg in turn, each with a Doer fresh from env, and
+// returns their figures. It stops at the first policy whose set-up fails, or
+// when ctx ends (returning the figures so far with ctx's error).
+func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	policies := cfg.Policies
+	if len(policies) == 0 {
+		policies = Policies()
+	}
+	rep := &Report{Policies: []PolicyResult{}}
+	var prev *stream.Limits
+	for _, p := range policies {
+		if err := ctx.Err(); err != nil {
+			return rep, fmt.Errorf("bench: %w", err)
+		}
+		doer, release, err := env.Prepare(ctx, p, prev)
+		if err != nil {
+			return rep, fmt.Errorf("bench: preparing %s: %w", p, err)
+		}
+		res, last := RunPolicy(ctx, cfg, p, doer)
+		if release != nil {
+			release()
+		}
+		rep.Policies = append(rep.Policies, res)
+		if last != nil {
+			prev = last
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, fmt.Errorf("bench: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// callFunc runs call i of a policy.
+type callFunc func(ctx context.Context, i int) retry.Outcome
+
+// RunPolicy runs cfg.Requests calls of one policy at cfg.Concurrency through
+// doer, and returns the policy's figures and the latest limits snapshot seen.
+func RunPolicy(ctx context.Context, cfg Config, policy string, doer retry.Doer) (PolicyResult, *stream.Limits) {
+	clock := cfg.Clock
+	if clock == nil {
+		clock = wallClock{}
+	}
+	rnd := cfg.Rand
+	if rnd == nil {
+		rnd = rand.Float64
+	}
+	counter := NewCounter(doer)
+	call := policyCall(cfg, policy, counter, clock, rnd)
+
+	n, conc := max(cfg.Requests, 0), max(cfg.Concurrency, 1)
+	outcomes := make([]retry.Outcome, n)
+	latencies := make([]time.Duration, n)
+	jobs := make(chan int)
+	var (
+		wg     sync.WaitGroup
+		progMu sync.Mutex
+		done   int
+	)
+	start := clock.Now()
+	for range min(conc, max(n, 1)) {
+		wg.Go(func() {
+			for i := range jobs {
+				t0 := clock.Now()
+				outcomes[i] = call(ctx, i)
+				latencies[i] = clock.Now().Sub(t0)
+				if cfg.Progress != nil {
+					progMu.Lock()
+					done++
+					cfg.Progress(policy, done, n)
+					progMu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			for j := i; j < n; j++ {
+				outcomes[j] = retry.OutcomeCancelled
+			}
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := clock.Now().Sub(start)
+
+	counts := counter.Counts()
+	r := PolicyResult{
+		Policy:             policy,
+		Requests:           n,
+		HTTPRequests:       counts.Requests,
+		Rejected:           counts.Rejected,
+		Wasted:             counts.Wasted,
+		RequestsAfterQuota: counts.RequestsAfterQuota,
+		ElapsedMs:          elapsed.Milliseconds(),
+		Outcomes:           map[retry.Outcome]int{},
+		Statuses:           counts.ByStatus,
+	}
+	for _, o := range outcomes {
+		r.Outcomes[o]++
+		switch o {
+		case retry.OutcomeOK:
+			r.Completed++
+		case retry.OutcomeStopped:
+			r.Stopped++
+		default:
+			r.GaveUp++
+		}
+	}
+	if elapsed > 0 {
+		r.GoodputPerS = round3(float64(r.Completed) / elapsed.Seconds())
+	}
+	limit, ok := cfg.LimitPerSecond, cfg.LimitPerSecond > 0
+	if !ok {
+		limit, ok = LimitPerSecond(counts.Limits)
+	}
+	if ok {
+		l := round3(limit)
+		ratio := round3(r.GoodputPerS / limit)
+		r.LimitPerS, r.GoodputRatio = &l, &ratio
+	}
+	r.LatencyMs = percentiles(latencies)
+	return r, counts.Limits
+}
+
+// policyCall builds the function that runs one call of a policy.
+func policyCall(cfg Config, policy string, doer retry.Doer, clock retry.Clock, rnd func() float64) callFunc {
+	maxTokens := cfg.MaxTokens
+	req := stream.Request{Prompt: cfg.Prompt, MaxTokens: maxTokens}
+	if len(cfg.Chain) > 0 {
+		req.Target = cfg.Chain[0]
+	}
+	l := loop{doer: doer, clock: clock, rand: rnd}
+	switch policy {
+	case PolicySDKDefault:
+		return func(ctx context.Context, _ int) retry.Outcome { return l.sdkDefault(ctx, req).outcome }
+	case PolicyNaive:
+		return func(ctx context.Context, _ int) retry.Outcome { return l.naive(ctx, req).outcome }
+	case PolicyNested:
+		return func(ctx context.Context, _ int) retry.Outcome { return l.nested(ctx, req).outcome }
+	case PolicyLimitscope:
+		var pacer *retry.Pacer
+		if cfg.NewPacer != nil {
+			pacer = cfg.NewPacer()
+		} else {
+			pacer = defaultPacer()
+		}
+		eng := &retry.Engine{Doer: doer, Clock: clock, Pacer: pacer, Rand: rnd}
+		return func(ctx context.Context, i int) retry.Outcome {
+			res := eng.Run(ctx, retry.Call{
+				ID:        fmt.Sprintf("bench-%s-%d", policy, i+1),
+				Chain:     cfg.Chain,
+				Prompt:    cfg.Prompt,
+				MaxTokens: maxTokens,
+				Policy:    cfg.Retry,
+			}, nil)
+			return res.Outcome
+		}
+	}
+	return func(context.Context, int) retry.Outcome { return retry.OutcomeFailed }
+}
+
+// percentiles returns nearest-rank p50, p95 and p99 of ds in milliseconds.
+func percentiles(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) int64 {
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		i = min(max(i, 0), len(s)-1)
+		return s[i].Milliseconds()
+	}
+	return Latency{P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// wallClock is the real clock.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
