@@ -119,7 +119,7 @@ func checkSums(t *testing.T, r PolicyResult) {
 			t.Errorf("%s: goodput %v, want about %v", r.Policy, r.GoodputPerS, want)
 		}
 	}
-	if r.LimitPerS != nil && r.GoodputRatio != nil && math.Abs(*r.GoodputRatio-r.GoodputPerS / *r.LimitPerS) > 0.01 {
+	if r.LimitPerS != nil && r.GoodputRatio != nil && math.Abs(*r.GoodputRatio - r.GoodputPerS / *r.LimitPerS) > 0.01 {
 		t.Errorf("%s: goodput_ratio %v != %v / %v", r.Policy, *r.GoodputRatio, r.GoodputPerS, *r.LimitPerS)
 	}
 	if !(r.LatencyMs.P50 <= r.LatencyMs.P95 && r.LatencyMs.P95 <= r.LatencyMs.P99) {
