@@ -1,5 +1,511 @@
 package retry
 
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/limitscope/limitscope/stream"
+)
+
 // Pacer gates requests per target from the limits snapshots its responses
-// carry. It is safe for concurrent use.
-type Pacer struct{}
+// carry. It is safe for concurrent use. Its zero value is ready to use with
+// the defaults below; set the fields before the first use.
+//
+// Per target it keeps:
+//   - a hold: a server's delay (retry-after and kin) seen on any response
+//     holds every new request to that target until it has passed, so every
+//     worker respects the same retry-after; a server's delay outranks a
+//     reset header;
+//   - a request bucket refilled at the rate estimated from the requests
+//     window (limit, remaining, reset), so requests are spread at that rate
+//     instead of bursting; when no requests remain the next one waits until
+//     one fits, not until the whole window is back;
+//   - a token hold: when a tokens window has less left than one request
+//     uses, the next request waits until one request's tokens fit;
+//   - a concurrency limit with slow start (SlowStart, growing by one per
+//     success until a response's headers tell the limit or a 429 arrives),
+//     halving on a rate_limit or overload answer and growing back by about
+//     one per limit's worth of successes (AIMD), never above MaxConcurrency
+//     and, with Ramp, never faster than the ramp rule allows.
+type Pacer struct {
+	SlowStart      int           // concurrency before the first headers (default 2)
+	MaxConcurrency int           // ceiling of the concurrency limit (default 64)
+	Burst          time.Duration // requests let through at once, in refill time (default 1s: one second's worth)
+	Ramp           *Ramp         // nil: no ramp rule
+
+	mu    sync.Mutex
+	gates map[string]*gate
+}
+
+// Ramp limits how fast the concurrency limit may grow once it is past
+// Threshold: by no more than Growth per Period (OpenAI's rule: once traffic is
+// large, grow it by no more than 50% every 15 minutes).
+type Ramp struct {
+	Threshold float64       // concurrency past which the rule applies
+	Growth    float64       // fraction per period (default 0.5)
+	Period    time.Duration // default 15m
+}
+
+// OpenAIRamp returns OpenAI's ramp rule (50% per 15 minutes) past threshold
+// concurrent requests.
+func OpenAIRamp(threshold float64) *Ramp {
+	return &Ramp{Threshold: threshold, Growth: 0.5, Period: 15 * time.Minute}
+}
+
+// NewPacer returns a Pacer with the defaults.
+func NewPacer() *Pacer { return &Pacer{} }
+
+// Pace is what the pacer asks of the next request to a target.
+type Pace struct {
+	Delay  time.Duration      // wait this long before sending; 0: send now
+	Asked  time.Duration      // the server's delay when a server's hold decides, else 0
+	Source stream.DelaySource // reset, or the server's source when its hold decides
+	Reason string             // a sentence
+}
+
+// PaceState is a target's pacing state, for display.
+type PaceState struct {
+	Concurrency int       // the current concurrency limit
+	InFlight    int       // requests holding a slot
+	Rate        float64   // estimated refill, requests per second; 0 when unknown
+	HoldUntil   time.Time // no request before this (zero: none)
+	Known       bool      // a response's headers told the limit
+}
+
+// gate is one target's pacing state; guarded by Pacer.mu.
+type gate struct {
+	name string
+
+	// concurrency
+	limit    float64
+	known    bool // slow start is over
+	inflight int
+	waiters  []chan struct{}
+	seq      uint64 // requests reserved so far
+	lastCut  uint64 // seq when the limit was last halved
+	rampBase float64
+	rampAt   time.Time
+
+	// request bucket (GCRA): rate per second, burst, theoretical arrival time
+	rate   float64
+	burst  float64
+	tat    time.Time
+	obsSeq uint64 // newest response resynced from
+
+	reqHold   time.Time // per-day requests window exhausted: until one fits
+	tokHold   time.Time // a tokens window exhausted: until one request fits
+	hold      time.Time // a server's delay
+	holdSrc   stream.DelaySource
+	holdAsked time.Duration
+
+	avgTok, avgIn, avgOut float64 // tokens per request, smoothed
+}
+
+func (p *Pacer) slowStart() float64 {
+	if p.SlowStart > 0 {
+		return float64(p.SlowStart)
+	}
+	return 2
+}
+
+func (p *Pacer) maxConc() float64 {
+	if p.MaxConcurrency > 0 {
+		return float64(p.MaxConcurrency)
+	}
+	return 64
+}
+
+func (p *Pacer) burstTime() time.Duration {
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return time.Second
+}
+
+// gateLocked returns t's gate, creating it.
+func (p *Pacer) gateLocked(t stream.Target) *gate {
+	if p.gates == nil {
+		p.gates = make(map[string]*gate)
+	}
+	k := t.String()
+	g := p.gates[k]
+	if g == nil {
+		g = &gate{name: k, limit: math.Min(p.slowStart(), p.maxConc())}
+		p.gates[k] = g
+	}
+	return g
+}
+
+func (g *gate) capacity() int {
+	c := int(g.limit)
+	if c < 1 {
+		c = 1
+	}
+	return c
+}
+
+func (g *gate) wakeLocked() {
+	for _, ch := range g.waiters {
+		close(ch)
+	}
+	g.waiters = nil
+}
+
+// State returns t's pacing state.
+func (p *Pacer) State(t stream.Target) PaceState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.gateLocked(t)
+	h := g.hold
+	for _, x := range []time.Time{g.reqHold, g.tokHold} {
+		if x.After(h) {
+			h = x
+		}
+	}
+	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Rate: g.rate, HoldUntil: h, Known: g.known}
+}
+
+// Permit is one request's place at a target's gate: a concurrency slot from
+// Acquire, a place in the request bucket from Reserve, both given back by
+// Done (after the answer) or Cancel (when the request is not sent). The
+// methods of a nil *Permit do nothing.
+type Permit struct {
+	p         *Pacer
+	g         *gate
+	seq       uint64
+	reserved  bool
+	tatBefore time.Time
+	tatAfter  time.Time
+	closed    bool
+}
+
+// Acquire waits for a concurrency slot at t's gate, or until ctx ends.
+func (p *Pacer) Acquire(ctx context.Context, t stream.Target) (*Permit, error) {
+	p.mu.Lock()
+	g := p.gateLocked(t)
+	for g.inflight >= g.capacity() {
+		ch := make(chan struct{})
+		g.waiters = append(g.waiters, ch)
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			for i, w := range g.waiters {
+				if w == ch {
+					g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+					break
+				}
+			}
+			p.mu.Unlock()
+			return nil, fmt.Errorf("waiting for a slot at %s: %w", g.name, ctx.Err())
+		}
+		p.mu.Lock()
+	}
+	g.inflight++
+	p.mu.Unlock()
+	return &Permit{p: p, g: g}, nil
+}
+
+// Reserve takes the request's place in the gate's bucket and returns how
+// long it must wait before sending, at now. Call it once, just before the
+// wait and the send.
+func (pm *Permit) Reserve(now time.Time) Pace {
+	if pm == nil {
+		return Pace{}
+	}
+	pm.p.mu.Lock()
+	defer pm.p.mu.Unlock()
+	g := pm.g
+	g.seq++
+	pm.seq = g.seq
+
+	ready := now
+	var pc Pace
+	if g.hold.After(ready) {
+		ready = g.hold
+		pc.Source, pc.Asked = g.holdSrc, g.holdAsked
+		pc.Reason = fmt.Sprintf("%s asked %s (%s); every request to it waits", g.name, fmtDur(g.holdAsked), g.holdSrc)
+	}
+	if g.reqHold.After(ready) {
+		ready = g.reqHold
+		pc.Source, pc.Asked = stream.SourceReset, 0
+		pc.Reason = fmt.Sprintf("%s has no requests left; one fits in %s (reset)", g.name, fmtDur(ready.Sub(now)))
+	}
+	if g.tokHold.After(ready) {
+		ready = g.tokHold
+		pc.Source, pc.Asked = stream.SourceReset, 0
+		pc.Reason = fmt.Sprintf("%s has too few tokens left; one request fits in %s (reset)", g.name, fmtDur(ready.Sub(now)))
+	}
+	if g.rate > 0 {
+		T := interval(g.rate)
+		tau := time.Duration((g.burst - 1) * float64(T))
+		if r := g.tat.Add(-tau); r.After(ready) {
+			ready = r
+			pc.Source, pc.Asked = stream.SourceReset, 0
+			pc.Reason = fmt.Sprintf("%s refills about %.3g requests/s; next fits in %s (reset)", g.name, g.rate, fmtDur(ready.Sub(now)))
+		}
+		pm.reserved = true
+		pm.tatBefore = g.tat
+		base := g.tat
+		if ready.After(base) {
+			base = ready
+		}
+		g.tat = base.Add(T)
+		pm.tatAfter = g.tat
+	}
+	pc.Delay = ready.Sub(now)
+	if pc.Delay <= 0 {
+		return Pace{}
+	}
+	return pc
+}
+
+// interval is the time one request takes to refill at rate per second.
+func interval(rate float64) time.Duration {
+	return time.Duration(float64(time.Second) / rate)
+}
+
+// Cancel gives back the slot and the bucket place of a request not sent.
+func (pm *Permit) Cancel(now time.Time) {
+	if pm == nil {
+		return
+	}
+	pm.p.mu.Lock()
+	defer pm.p.mu.Unlock()
+	if pm.closed {
+		return
+	}
+	pm.closed = true
+	g := pm.g
+	if pm.reserved && g.rate > 0 {
+		if g.tat.Equal(pm.tatAfter) {
+			g.tat = pm.tatBefore
+		} else if g.tat.After(now) {
+			g.tat = g.tat.Add(-interval(g.rate))
+		}
+	}
+	g.inflight--
+	g.wakeLocked()
+}
+
+// Done gives back the slot and feeds the gate with the answer: its limits
+// snapshot, its server delay, its class and usage.
+func (pm *Permit) Done(r *stream.Result, now time.Time) {
+	if pm == nil {
+		return
+	}
+	pm.p.mu.Lock()
+	defer pm.p.mu.Unlock()
+	if pm.closed {
+		return
+	}
+	pm.closed = true
+	g := pm.g
+	g.inflight--
+	pm.p.observeLocked(g, pm.seq, r, now)
+	g.wakeLocked()
+}
+
+// Observe feeds t's gate with an answer obtained without a Permit (a
+// request this Pacer did not gate).
+func (p *Pacer) Observe(t stream.Target, r *stream.Result, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.gateLocked(t)
+	p.observeLocked(g, g.seq, r, now)
+	g.wakeLocked()
+}
+
+func (p *Pacer) observeLocked(g *gate, seq uint64, r *stream.Result, now time.Time) {
+	if r == nil {
+		return
+	}
+	e := r.Err
+	// Learn tokens per request.
+	if e == nil && r.Usage != nil {
+		in, out := float64(r.Usage.InputTokens), float64(r.Usage.OutputTokens)
+		g.avgIn = ewma(g.avgIn, in)
+		g.avgOut = ewma(g.avgOut, out)
+		g.avgTok = ewma(g.avgTok, in+out)
+	}
+
+	serverDelay := e != nil && serverSource(e.DelaySource) && e.Delay > 0 &&
+		e.Class != stream.ClassQuota && e.Class != stream.ClassCaller
+	if serverDelay {
+		// A server's delay outranks a reset header: it sets the hold, caps
+		// holds estimated from resets, and the bucket gives one request at
+		// its end.
+		until := now.Add(e.Delay)
+		if until.After(g.hold) {
+			g.hold, g.holdSrc, g.holdAsked = until, e.DelaySource, e.Delay
+		}
+		if g.reqHold.After(g.hold) {
+			g.reqHold = g.hold
+		}
+		if g.tokHold.After(g.hold) {
+			g.tokHold = g.hold
+		}
+		if g.rate > 0 {
+			tau := time.Duration((g.burst - 1) * float64(interval(g.rate)))
+			if at := g.hold.Add(tau); at.After(g.tat) {
+				g.tat = at
+			}
+		}
+	} else if !r.Limits.Empty() && seq >= g.obsSeq {
+		g.obsSeq = seq
+		p.resyncLocked(g, seq, r.Limits, now)
+	}
+
+	// Concurrency: AIMD with slow start.
+	switch {
+	case e != nil && (e.Class == stream.ClassRateLimit || e.Class == stream.ClassOverload):
+		if seq > g.lastCut {
+			g.limit = math.Max(1, g.limit/2)
+			g.lastCut = g.seq
+			g.known = true // slow start ends at the first loss
+			g.wakeLocked()
+		}
+		if !serverDelay && e.Class == stream.ClassRateLimit && g.rate > 0 {
+			// No capacity now: the bucket is empty.
+			T := interval(g.rate)
+			if at := now.Add(time.Duration(g.burst * float64(T))); at.After(g.tat) {
+				g.tat = at
+			}
+		}
+	case e == nil:
+		if !g.known {
+			if w := r.Limits; w != nil && w.Requests != nil && w.Requests.HasRemaining && !w.Requests.PerDay {
+				g.known = true
+				p.grow(g, math.Max(g.limit, math.Min(float64(w.Requests.Remaining), p.maxConc())), now)
+			} else {
+				p.grow(g, g.limit+1, now)
+			}
+		} else {
+			p.grow(g, g.limit+1/g.limit, now)
+		}
+	}
+}
+
+// grow raises the concurrency limit towards to, within MaxConcurrency and
+// the ramp rule.
+func (p *Pacer) grow(g *gate, to float64, now time.Time) {
+	to = math.Min(to, p.maxConc())
+	if rp := p.Ramp; rp != nil && to > rp.Threshold {
+		growth, period := rp.Growth, rp.Period
+		if growth <= 0 {
+			growth = 0.5
+		}
+		if period <= 0 {
+			period = 15 * time.Minute
+		}
+		if g.rampAt.IsZero() || now.Sub(g.rampAt) >= period {
+			g.rampAt = now
+			g.rampBase = math.Max(g.limit, rp.Threshold)
+		}
+		to = math.Min(to, g.rampBase*(1+growth))
+	}
+	if to > g.limit {
+		g.limit = to
+	}
+}
+
+func ewma(avg, x float64) float64 {
+	if avg == 0 {
+		return x
+	}
+	return 0.8*avg + 0.2*x
+}
+
+// resyncLocked brings the gate in line with a limits snapshot taken at now
+// for the request numbered seq.
+func (p *Pacer) resyncLocked(g *gate, seq uint64, l *stream.Limits, now time.Time) {
+	at := now
+	if rw := l.Requests; rw != nil && rw.HasRemaining {
+		if rw.PerDay {
+			// A daily budget: no spreading, only a hold when it is spent.
+			if rw.Remaining <= 0 {
+				g.reqHold = laterOf(g.reqHold, oneFits(rw, 1, at))
+			}
+		} else if rate := estimateRate(rw, at, time.Minute); rate > 0 {
+			g.rate = rate
+			g.burst = math.Max(1, math.Floor(rate*p.burstTime().Seconds()))
+			if rw.HasLimit {
+				g.burst = math.Min(g.burst, math.Max(1, float64(rw.Limit)))
+			}
+			// Tokens in the bucket now: what the server said was left,
+			// less the requests reserved after this one.
+			avail := math.Min(float64(rw.Remaining), g.burst) - float64(g.seq-seq)
+			T := interval(rate)
+			g.tat = at.Add(time.Duration((g.burst - avail) * float64(T)))
+		} else if rw.Remaining <= 0 && rw.Reset.After(at) {
+			g.reqHold = laterOf(g.reqHold, rw.Reset)
+		}
+	}
+	for _, tw := range []struct {
+		w    *stream.Window
+		need float64
+	}{{l.Tokens, g.avgTok}, {l.InputTokens, g.avgIn}, {l.OutputTokens, g.avgOut}} {
+		w := tw.w
+		if w == nil || !w.HasRemaining {
+			continue
+		}
+		need := math.Max(1, tw.need)
+		if float64(w.Remaining) >= need {
+			continue
+		}
+		g.tokHold = laterOf(g.tokHold, oneFits(w, need, at))
+	}
+}
+
+// estimateRate estimates a window's refill per second from its limit,
+// remaining and reset, assuming it refills evenly until the reset (a token
+// bucket, as providers enforce per-minute limits); a window without a
+// usable reset is taken to be per period.
+func estimateRate(w *stream.Window, at time.Time, period time.Duration) float64 {
+	if !w.HasLimit || w.Limit <= 0 {
+		return 0
+	}
+	L := float64(w.Limit)
+	if left := w.Reset.Sub(at); w.Remaining < w.Limit && left >= time.Second {
+		r := (L - float64(w.Remaining)) / left.Seconds()
+		return math.Max(L/86400, math.Min(r, L))
+	}
+	return L / period.Seconds()
+}
+
+// oneFits is when need units fit in w again, estimated from limit,
+// remaining and reset; the reset itself when the limit is unknown.
+func oneFits(w *stream.Window, need float64, at time.Time) time.Time {
+	left := w.Reset.Sub(at)
+	if left <= 0 {
+		if w.PerDay {
+			left = 24 * time.Hour
+		} else {
+			left = time.Minute
+		}
+	}
+	if !w.HasLimit || w.Limit <= 0 {
+		return at.Add(left)
+	}
+	missing := need - float64(w.Remaining)
+	per := (float64(w.Limit) - float64(w.Remaining)) / left.Seconds()
+	if per <= 0 {
+		return at.Add(left)
+	}
+	d := time.Duration(missing / per * float64(time.Second))
+	if d > left {
+		d = left
+	}
+	return at.Add(d)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -174,6 +174,7 @@ type Result struct {
 	RetryAt       time.Time     // when deferred
 	CooldownUntil time.Time     // when a cooldown stopped the call (zero with CooldownActive: until cleared)
 	CooldownHit   bool          // the call was not sent because of a cooldown
+	Skips         []Skip        // targets left without a request because pacing asked too long a wait
 	Started       time.Time
 	Ended         time.Time
 }
