@@ -1,0 +1,142 @@
+// Package theme holds limitscope's looks: a few semantic colour tokens (base,
+// subtle, accent, ok, warn, error, wait) chosen for a light or a dark terminal,
+// and the one Styles struct built from them. Nothing else in the program names
+// a colour.
+package theme
+
+import (
+	"image/color"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/lipgloss/v2"
+)
+
+// Palette is the semantic colour tokens. A nil token means "no colour" (the
+// terminal's default), which is what NO_COLOR gives for every token.
+type Palette struct {
+	Base   color.Color // ordinary text
+	Subtle color.Color // borders, secondary text, raw detail
+	Accent color.Color // titles, keys, the focused pane
+	OK     color.Color // ready, served, success
+	Warn   color.Color // overloaded, retried, fallback notes
+	Error  color.Color // stopped, quota, broken streams
+	Wait   color.Color // waiting, paused, countdowns
+}
+
+// NewPalette returns the tokens for a dark or a light background, picked with
+// lipgloss.LightDark.
+func NewPalette(dark bool) Palette {
+	ld := lipgloss.LightDark(dark)
+	c := lipgloss.Color
+	return Palette{
+		Base:   ld(c("#1F2328"), c("#E6E6E6")),
+		Subtle: ld(c("#6E7781"), c("#7D8590")),
+		Accent: ld(c("#0969DA"), c("#58A6FF")),
+		OK:     ld(c("#1A7F37"), c("#3FB950")),
+		Warn:   ld(c("#9A6700"), c("#D29922")),
+		Error:  ld(c("#CF222E"), c("#F85149")),
+		Wait:   ld(c("#8250DF"), c("#BC8CFF")),
+	}
+}
+
+// Styles is every style the console uses, built from one Palette.
+type Styles struct {
+	Dark    bool // built for a dark background
+	NoColor bool // built without any colour (NO_COLOR)
+
+	// The tokens as plain foreground styles.
+	Base, Subtle, Accent, OK, Warn, Error, Wait lipgloss.Style
+
+	Title     lipgloss.Style // the app name in the header
+	Simulated lipgloss.Style // the SIMULATED badge
+	Live      lipgloss.Style // the LIVE badge of a real session
+
+	Border        lipgloss.Style // a pane's frame
+	BorderFocused lipgloss.Style // the focused pane's frame
+	PaneTitle     lipgloss.Style // a pane's title inside its frame
+
+	// Target states, always shown as words too.
+	Ready, Busy, Waiting, Paused, Overloaded, Stopped, Unavailable lipgloss.Style
+
+	GaugeFull, GaugeEmpty lipgloss.Style // the filled and empty cells of a gauge
+	Selected              lipgloss.Style // the selected row of a list
+
+	Prompt    lipgloss.Style // the user's prompt in the transcript
+	Answer    lipgloss.Style // answer text
+	Partial   lipgloss.Style // text of an attempt that broke
+	Badge     lipgloss.Style // "served by" badge
+	Fallback  lipgloss.Style // the note that a fallback served
+	Break     lipgloss.Style // where a stream broke
+	Detail    lipgloss.Style // raw detail under an error sentence
+	Countdown lipgloss.Style // the countdown line of a wait
+
+	Status      lipgloss.Style // the status line
+	StatusError lipgloss.Style // an error on the status line
+
+	Help help.Styles // the bubbles/help styles
+}
+
+// New builds the Styles for a dark or light background; noColor drops every
+// colour (NO_COLOR) but keeps bold and reverse so states still stand out.
+func New(dark, noColor bool) Styles {
+	p := NewPalette(dark)
+	if noColor {
+		p = Palette{}
+	}
+	fg := func(c color.Color) lipgloss.Style {
+		s := lipgloss.NewStyle()
+		if c != nil {
+			s = s.Foreground(c)
+		}
+		return s
+	}
+	s := Styles{Dark: dark, NoColor: noColor}
+	s.Base, s.Subtle, s.Accent = fg(p.Base), fg(p.Subtle), fg(p.Accent)
+	s.OK, s.Warn, s.Error, s.Wait = fg(p.OK), fg(p.Warn), fg(p.Error), fg(p.Wait)
+
+	s.Title = s.Accent.Bold(true)
+	s.Simulated = lipgloss.NewStyle().Bold(true).Reverse(true)
+	if !noColor {
+		s.Simulated = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#000000")).Background(p.Warn)
+	}
+	s.Live = s.OK.Bold(true)
+
+	s.Border = s.Subtle
+	s.BorderFocused = s.Accent
+	s.PaneTitle = s.Accent.Bold(true)
+
+	s.Ready = s.OK.Bold(true)
+	s.Busy = s.Accent.Bold(true)
+	s.Waiting = s.Wait.Bold(true)
+	s.Paused = s.Wait.Bold(true)
+	s.Overloaded = s.Warn.Bold(true)
+	s.Stopped = s.Error.Bold(true)
+	s.Unavailable = s.Subtle.Bold(true)
+
+	s.GaugeFull = s.Accent
+	s.GaugeEmpty = s.Subtle
+	s.Selected = lipgloss.NewStyle().Reverse(true)
+
+	s.Prompt = s.Accent.Bold(true)
+	s.Answer = s.Base
+	s.Partial = s.Subtle.Strikethrough(false)
+	s.Badge = s.OK.Bold(true)
+	s.Fallback = s.Warn
+	s.Break = s.Error.Bold(true)
+	s.Detail = s.Subtle
+	s.Countdown = s.Wait
+
+	s.Status = s.Subtle
+	s.StatusError = s.Error
+
+	s.Help = help.Styles{
+		Ellipsis:       s.Subtle,
+		ShortKey:       s.Accent,
+		ShortDesc:      s.Subtle,
+		ShortSeparator: s.Subtle,
+		FullKey:        s.Accent,
+		FullDesc:       s.Base,
+		FullSeparator:  s.Subtle,
+	}
+	return s
+}

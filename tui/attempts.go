@@ -1,0 +1,172 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+// maxLogRows bounds the attempt log so memory stays flat over a long session;
+// the history keeps everything.
+const maxLogRows = 2000
+
+// logRow is one attempt or wait in the attempt log.
+type logRow struct {
+	callID  string
+	at      time.Time
+	attempt retry.Attempt // zero for a wait row
+	wait    *retry.Wait
+	line    string // cached, for width w
+	w       int
+}
+
+// attemptLog is the timeline: one row per attempt and wait, newest at the
+// bottom, scrollable.
+type attemptLog struct {
+	rows    []*logRow
+	sel     int  // selected row when focused; -1 follows the newest
+	focused bool
+}
+
+func newAttemptLog() *attemptLog { return &attemptLog{sel: -1} }
+
+func (l *attemptLog) invalidate() {
+	for _, r := range l.rows {
+		r.w = 0
+	}
+}
+
+func (l *attemptLog) add(r *logRow) {
+	l.rows = append(l.rows, r)
+	if len(l.rows) > maxLogRows {
+		n := len(l.rows) - maxLogRows
+		l.rows = append(l.rows[:0], l.rows[n:]...)
+		if l.sel >= 0 {
+			l.sel = max(0, l.sel-n)
+		}
+	}
+}
+
+func (l *attemptLog) move(d int) {
+	if len(l.rows) == 0 {
+		return
+	}
+	if l.sel < 0 {
+		l.sel = len(l.rows) - 1
+	}
+	l.sel = min(max(0, l.sel+d), len(l.rows)-1)
+	if l.sel == len(l.rows)-1 && d > 0 {
+		l.sel = -1 // back to following the newest
+	}
+}
+
+// selected returns the selected attempt row, or the newest attempt.
+func (l *attemptLog) selected() *logRow {
+	i := l.sel
+	if i < 0 {
+		i = len(l.rows) - 1
+	}
+	for ; i >= 0; i-- {
+		if l.rows[i].wait == nil {
+			return l.rows[i]
+		}
+	}
+	return nil
+}
+
+// view renders the h visible rows, w cells wide.
+func (l *attemptLog) view(w, h int, st *theme.Styles) []string {
+	if len(l.rows) == 0 {
+		return padLines([]string{st.Subtle.Render("No attempts yet. Each request and each wait of a call shows here, newest at the bottom.")}, w, h)
+	}
+	end := len(l.rows)
+	if l.sel >= 0 {
+		end = min(len(l.rows), max(l.sel+1, h))
+	}
+	start := max(0, end-h)
+	out := make([]string, 0, h)
+	for i := start; i < end; i++ {
+		r := l.rows[i]
+		if r.w != w {
+			r.line = r.render(w, st)
+			r.w = w
+		}
+		line := r.line
+		if l.focused && (i == l.sel || (l.sel < 0 && i == len(l.rows)-1)) {
+			line = st.Selected.Render(fit(rowText(r), w))
+		}
+		out = append(out, line)
+	}
+	return padLines(out, w, h)
+}
+
+// rowText is a row as plain text.
+func rowText(r *logRow) string {
+	ts := r.at.Local().Format("15:04:05.000")
+	if r.wait != nil {
+		w := r.wait
+		what := "wait " + fmtDur(w.Duration)
+		if w.Pacing {
+			what = "pace " + fmtDur(w.Duration)
+		}
+		src := string(w.Source)
+		if w.Asked > 0 {
+			src = "asked " + fmtDur(w.Asked) + " (" + src + ")"
+		}
+		return fmt.Sprintf("%s  %-10s %-26s %s · %s", ts, w.Target.Provider, what, src, oneLine(w.Reason))
+	}
+	a := &r.attempt
+	status := "-"
+	if a.Status != 0 {
+		status = fmt.Sprint(a.Status)
+	}
+	code := a.Code
+	if a.Class == stream.ClassOK {
+		code = ""
+		if a.TTFT > 0 {
+			code = "ttft " + fmtDur(a.TTFT)
+		}
+	}
+	if a.MidStream {
+		code = strings.TrimSpace(code + " mid-stream")
+	}
+	delay := ""
+	if a.RetryAfter != nil {
+		delay = "asked " + fmtDur(*a.RetryAfter) + " (" + sourceOr(a.DelaySource, "retry-after") + ")"
+	}
+	if a.Waited > 0 {
+		delay = strings.TrimSpace(delay + " waited " + fmtDur(a.Waited))
+	}
+	if a.Class == stream.ClassOK {
+		delay = fmtDur(a.Duration)
+	}
+	dec := ""
+	if a.Decision != "" && a.Decision != retry.DecideDone {
+		dec = "-> " + string(a.Decision)
+	}
+	rid := a.RequestID
+	if rid == "" {
+		rid = "-"
+	}
+	return fmt.Sprintf("%s  %-10s %-3s %-10s %-16s %-26s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
+}
+
+func (r *logRow) render(w int, st *theme.Styles) string {
+	t := fit(rowText(r), w)
+	switch {
+	case r.wait != nil:
+		return st.Wait.Render(t)
+	case r.attempt.Class == stream.ClassOK:
+		return t
+	case r.attempt.Class == stream.ClassQuota:
+		return st.Error.Render(t)
+	case r.attempt.Class == stream.ClassCancelled:
+		return st.Subtle.Render(t)
+	default:
+		return st.Warn.Render(t)
+	}
+}

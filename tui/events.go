@@ -1,0 +1,271 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// applyEvent applies one engine event. Events of a run that is no longer the
+// one in flight (a late event after a fail-over-now) are dropped.
+func (m *Model) applyEvent(ev retry.Event) {
+	r, t := m.call, m.turn
+	if r == nil || t == nil || ev.CallID != r.id {
+		return
+	}
+	switch ev.Kind {
+	case retry.EventAttemptStart:
+		a := ev.Attempt
+		if a == nil {
+			return
+		}
+		m.targets.attemptStart(a)
+		r.wait = nil
+		b := &block{kind: blockText, header: fmt.Sprintf("%s · attempt %d", a.Target, a.N), dirty: true}
+		t.blocks = append(t.blocks, b)
+		t.current = b
+		t.currentTarget = a.Target
+	case retry.EventText:
+		if t.current == nil {
+			b := &block{kind: blockText, dirty: true}
+			t.blocks = append(t.blocks, b)
+			t.current = b
+		}
+		t.current.text += ev.Text
+		t.current.dirty = true
+		if t.currentTarget.Provider != "" {
+			m.targets.text(t.currentTarget)
+		}
+	case retry.EventAttemptEnd:
+		a := ev.Attempt
+		if a == nil {
+			return
+		}
+		m.attemptEnd(r, t, a, ev.Time)
+	case retry.EventWait:
+		w := ev.Wait
+		if w == nil {
+			return
+		}
+		r.wait, r.waitFrom = w, m.now
+		m.targets.wait(w, m.now)
+		at := ev.Time
+		if at.IsZero() {
+			at = m.now
+		}
+		m.log.add(&logRow{callID: r.id, at: at, wait: w})
+	case retry.EventCallEnd:
+		if ev.Result != nil {
+			m.callEnd(r, t, ev.Result)
+		}
+	}
+}
+
+func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) {
+	m.targets.attemptEnd(a, m.now)
+	at := a.StartedAt
+	if at.IsZero() {
+		at = evTime
+	}
+	m.log.add(&logRow{callID: r.id, at: at, attempt: *a})
+	cp := *a
+	m.lastAttempt = &cp
+	b := t.current
+	t.current = nil
+	if b != nil && b.text == "" && a.PartialText != "" {
+		b.text = a.PartialText
+		b.dirty = true
+	}
+	if a.Class == stream.ClassOK {
+		return
+	}
+	if b != nil && b.text != "" {
+		b.broken = true
+		b.dirty = true
+	}
+	if a.Class == stream.ClassCancelled {
+		return
+	}
+	if a.Target == t.primary && t.primaryWhy == "" {
+		t.primaryWhy = shortWhy(a)
+	}
+	sentence := errSentence(a)
+	kind := noteWarn
+	if a.Class == stream.ClassQuota || a.MidStream {
+		kind = noteError
+	}
+	var s string
+	if a.MidStream || (b != nil && b.text != "") {
+		s = "✗ The stream broke here: " + sentence + "."
+	} else {
+		s = "✗ " + upperFirst(sentence) + "."
+	}
+	if next := decisionWords(a, r.chain); next != "" {
+		s += " " + next
+	}
+	t.note(kind, s)
+	d := rawDetail(a)
+	if a.RequestID != "" {
+		d += " · request " + a.RequestID
+	}
+	t.detail(d)
+}
+
+func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
+	r.wait = nil
+	m.targets.callEnd(res)
+	t.requests += len(res.Attempts)
+	if len(r.failTo) > 0 && !r.cancelled {
+		return // a fail-over-now run follows
+	}
+	t.done = true
+	end := res.Ended
+	if end.IsZero() {
+		end = m.now
+	}
+	m.stats.addCall(t.requests, res.Outcome == retry.OutcomeOK, end.Sub(t.started))
+	switch res.Outcome {
+	case retry.OutcomeOK:
+		m.lastAnswer = res.Text
+		var served stream.Target
+		if n := len(res.Attempts); n > 0 {
+			served = res.Attempts[n-1].Target
+		}
+		name := served.String()
+		if res.ServedBy != nil {
+			name = res.ServedBy.String()
+			if served.Provider == "" {
+				served = *res.ServedBy
+			}
+		}
+		badge := "served by " + name
+		if served.Provider != "" && served != t.primary {
+			why := t.primaryWhy
+			if why == "" {
+				why = "did not answer"
+			}
+			badge += " (fallback: " + t.primary.String() + " " + why + ")"
+		}
+		for i := len(t.blocks) - 1; i >= 0; i-- {
+			if b := t.blocks[i]; b.kind == blockText && !b.broken {
+				b.header, b.badgeOK, b.dirty = badge, true, true
+				break
+			}
+		}
+		if served.Provider != "" && served != t.primary {
+			t.note(noteWarn, "A fallback served this answer instead of the primary "+t.primary.String()+".")
+		}
+	case retry.OutcomeStopped:
+		if res.CooldownHit {
+			until := "until cleared"
+			if !res.CooldownUntil.IsZero() {
+				until = "until " + res.CooldownUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, res.CooldownUntil) + ")"
+			}
+			t.note(noteError, "Not sent: a quota cooldown blocks this target "+until+". A person must act (limitscope cooldowns clear).")
+		} else {
+			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
+		}
+		if res.Err != nil {
+			t.detail(res.Err.Error())
+		}
+	case retry.OutcomeDeferred:
+		s := "Deferred: the server asked for a wait longer than max-wait, with no fallback left."
+		if !res.RetryAt.IsZero() {
+			s += " Try again at " + res.RetryAt.Local().Format("15:04:05") + " (in " + fmtCountdown(m.now, res.RetryAt) + ")."
+		}
+		t.note(noteWarn, s)
+		if res.Err != nil {
+			t.detail(res.Err.Error())
+		}
+	case retry.OutcomeGaveUp:
+		t.note(noteError, fmt.Sprintf("Gave up after %d requests: the retry budget or the deadline is spent.", t.requests))
+		if res.Err != nil {
+			t.detail(res.Err.Error())
+		}
+	case retry.OutcomeFailed:
+		t.note(noteError, "Failed: the request itself is wrong; retrying will not help.")
+		if res.Err != nil {
+			t.detail(res.Err.Error())
+		}
+	case retry.OutcomeCancelled:
+		t.note(noteInfo, "Cancelled by you.")
+	}
+}
+
+// shortWhy says briefly why an attempt failed: "429 rate_limit, asked 20s".
+func shortWhy(a *retry.Attempt) string {
+	s := statusCode(a)
+	if a.Code != "" && a.Code != string(a.Class) {
+		s += " " + string(a.Class)
+	}
+	if a.RetryAfter != nil {
+		s += ", asked " + fmtDur(*a.RetryAfter)
+	}
+	return s
+}
+
+// decisionWords says what the engine does next.
+func decisionWords(a *retry.Attempt, chain []stream.Target) string {
+	switch a.Decision {
+	case retry.DecideRetry:
+		return "Retrying " + a.Target.Provider + " after a wait."
+	case retry.DecideFailover:
+		for i, t := range chain {
+			if t == a.Target && i+1 < len(chain) {
+				return "Failing over to " + chain[i+1].String() + "."
+			}
+		}
+		return "Failing over."
+	case retry.DecideStop:
+		return "Stopping: no retry, no failover."
+	case retry.DecideFail:
+		return "Not retrying: fix the request."
+	case retry.DecideDefer:
+		return "Deferring: the wait is longer than max-wait."
+	case retry.DecideGiveUp:
+		return "Giving up."
+	}
+	return ""
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// liveWait is the countdown under the current turn while the engine waits.
+func (m *Model) liveWait() []string {
+	if !m.waiting() {
+		return nil
+	}
+	w := m.call.wait
+	st := &m.st
+	until := w.Until
+	if until.IsZero() {
+		until = m.call.waitFrom.Add(w.Duration)
+	}
+	var head string
+	switch {
+	case w.Pacing:
+		head = fmt.Sprintf("⏳ pacing %s: waiting %s for its limit to reset", w.Target.Provider, fmtDur(w.Duration))
+	case w.Asked > 0:
+		head = fmt.Sprintf("⏳ %s says %s (%s)", w.Target.Provider, fmtDur(w.Asked), w.Source)
+	default:
+		head = fmt.Sprintf("⏳ backing off %s before retrying %s (%s)", fmtDur(w.Duration), w.Target.Provider, orDash(string(w.Source)))
+	}
+	head += " · " + fmtCountdown(m.now, until) + " left"
+	if !w.Deadline.IsZero() {
+		head += "; deadline in " + fmtCountdown(m.now, w.Deadline)
+	}
+	out := []string{st.Countdown.Bold(true).Render(head)}
+	if w.Reason != "" {
+		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
+	}
+	out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	return out
+}

@@ -1,0 +1,201 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/limitscope/limitscope/theme"
+)
+
+// historyView lists past calls from the store and opens one.
+type historyView struct {
+	gen       int
+	loading   bool
+	err       error
+	calls     []CallSummary
+	cursor    int
+	filter    string
+	filtering bool
+	detail    *CallDetail
+	detailErr error
+	scroll    int
+}
+
+func (h *historyView) listed(msg historyListMsg) {
+	if msg.gen != h.gen {
+		return
+	}
+	h.loading = false
+	h.err = msg.err
+	h.calls = msg.calls
+	h.cursor = min(h.cursor, max(0, len(h.calls)-1))
+}
+
+func (h *historyView) shown(msg historyShowMsg) {
+	if msg.gen != h.gen {
+		return
+	}
+	h.loading = false
+	h.detailErr = msg.err
+	if msg.err == nil {
+		d := msg.detail
+		h.detail = &d
+		h.scroll = 0
+	}
+}
+
+func (m *Model) openHistory() tea.Cmd {
+	m.mode = modeHistory
+	m.hist.detail = nil
+	return m.loadHistory()
+}
+
+func (m *Model) loadHistory() tea.Cmd {
+	h := m.hist
+	h.gen++
+	gen := h.gen
+	if m.opts.History == nil {
+		h.err = errNoHistory
+		h.calls = nil
+		return nil
+	}
+	h.loading, h.err = true, nil
+	hist, f := m.opts.History, HistoryFilter{Text: h.filter, Limit: 500}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		calls, err := hist.List(ctx, f)
+		return historyListMsg{gen: gen, calls: calls, err: err}
+	}
+}
+
+func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
+	h, k := m.hist, m.keys
+	if h.filtering {
+		switch msg.String() {
+		case "enter", "esc":
+			h.filtering = false
+			return m.loadHistory()
+		case "backspace":
+			if r := []rune(h.filter); len(r) > 0 {
+				h.filter = string(r[:len(r)-1])
+			}
+		default:
+			if t := msg.Key().Text; t != "" {
+				h.filter += t
+			}
+		}
+		return nil
+	}
+	if h.detail != nil || h.detailErr != nil {
+		switch {
+		case key.Matches(msg, k.Back):
+			h.detail, h.detailErr = nil, nil
+		case key.Matches(msg, k.Up):
+			h.scroll = max(0, h.scroll-1)
+		case key.Matches(msg, k.Down):
+			h.scroll++
+		case key.Matches(msg, k.Quit):
+			return m.quit()
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Back), key.Matches(msg, k.History):
+		m.mode = modeMain
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Up):
+		h.cursor = max(0, h.cursor-1)
+	case key.Matches(msg, k.Down):
+		h.cursor = min(max(0, len(h.calls)-1), h.cursor+1)
+	case key.Matches(msg, k.Filter):
+		h.filtering = true
+	case key.Matches(msg, k.Open):
+		if len(h.calls) == 0 || m.opts.History == nil {
+			return nil
+		}
+		h.gen++
+		gen, id, hist := h.gen, h.calls[h.cursor].ID, m.opts.History
+		h.loading = true
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d, err := hist.Show(ctx, id)
+			return historyShowMsg{gen: gen, detail: d, err: err}
+		}
+	}
+	return nil
+}
+
+// view renders the history pane's inner lines.
+func (h *historyView) view(w, ht int, st *theme.Styles) []string {
+	var out []string
+	if h.detailErr != nil {
+		out = append(out, st.Error.Render("Could not open that call."), st.Detail.Render("  "+h.detailErr.Error()))
+		return padLines(out, w, ht)
+	}
+	if d := h.detail; d != nil {
+		out = append(out, st.Accent.Render(fmt.Sprintf("call %s · %s · %s · served by %s · %d attempts · %s",
+			d.ID, d.Time.Local().Format("2006-01-02 15:04:05"), d.Outcome, orDash(d.ServedBy), len(d.Attempts), fmtDur(d.Duration))))
+		for _, l := range wrap(d.Prompt, w-2) {
+			out = append(out, st.Prompt.Render("> "+l))
+		}
+		out = append(out, "")
+		for i := range d.Attempts {
+			out = append(out, fit(rowText(&logRow{at: d.Attempts[i].StartedAt, attempt: d.Attempts[i]}), w))
+		}
+		out = append(out, "")
+		out = append(out, wrap(d.Text, w)...)
+		if h.scroll > 0 {
+			out = out[min(h.scroll, len(out)):]
+		}
+		return padLines(out, w, ht)
+	}
+	f := "filter: " + h.filter
+	if h.filtering {
+		f += "▏"
+	} else if h.filter == "" {
+		f = "/ filters"
+	}
+	out = append(out, st.Subtle.Render(f))
+	switch {
+	case h.err != nil:
+		out = append(out, st.Error.Render("The history is not available."), st.Detail.Render("  "+h.err.Error()))
+		return padLines(out, w, ht)
+	case h.loading && len(h.calls) == 0:
+		out = append(out, st.Subtle.Render("Loading…"))
+		return padLines(out, w, ht)
+	case len(h.calls) == 0:
+		out = append(out, st.Subtle.Render("No calls recorded yet."))
+		return padLines(out, w, ht)
+	}
+	rows := ht - 1
+	start := 0
+	if h.cursor >= rows {
+		start = h.cursor - rows + 1
+	}
+	for i := start; i < len(h.calls) && len(out) < ht; i++ {
+		c := h.calls[i]
+		line := fmt.Sprintf("%s  %-9s %-28s %2d att  %7s  %s", c.Time.Local().Format("01-02 15:04:05"), c.Outcome,
+			orDash(c.ServedBy), c.Attempts, fmtDur(c.Duration), oneLine(c.PromptHead))
+		line = fit(line, w)
+		if i == h.cursor {
+			line = st.Selected.Render(line)
+		}
+		out = append(out, line)
+	}
+	return padLines(out, w, ht)
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,674 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+type focus int
+
+const (
+	focusInput focus = iota
+	focusConversation
+	focusAttempts
+	focusTargets
+	focusCount
+)
+
+type mode int
+
+const (
+	modeMain mode = iota
+	modeHelp
+	modeHistory
+	modeFaults
+)
+
+// Minimum terminal size; below it the screen says what it needs.
+const (
+	minWidth  = 60
+	minHeight = 16
+)
+
+// tickMsg is the one clock tick that drives every countdown.
+type tickMsg struct{ gen int }
+
+// statusClearMsg clears the status line if it still shows message gen.
+type statusClearMsg struct{ gen int }
+
+// faultDoneMsg reports a demo fault injection.
+type faultDoneMsg struct {
+	what string
+	err  error
+}
+
+// historyListMsg and historyShowMsg carry history loads, tagged with the
+// request's generation so a late answer never replaces a newer one.
+type historyListMsg struct {
+	gen   int
+	calls []CallSummary
+	err   error
+}
+
+type historyShowMsg struct {
+	gen    int
+	detail CallDetail
+	err    error
+}
+
+// run is one engine run of a call. A call has more than one run when the
+// user fails over during a wait (cancel, then a new run on the rest of the
+// chain).
+type run struct {
+	id       string
+	chain    []stream.Target
+	cancel   context.CancelFunc
+	wait     *retry.Wait // the wait in progress, nil when none
+	waitFrom time.Time   // when it began
+	failTo   []stream.Target
+	cancelled bool
+}
+
+// Model is the console's root model.
+type Model struct {
+	opts   Options
+	keys   KeyMap
+	st     theme.Styles
+	dark   bool
+	help   help.Model
+	input  textinput.Model
+	feed   *feed
+	now    time.Time
+	width  int
+	height int
+
+	mode  mode
+	focus focus
+
+	chain   []stream.Target
+	targets *targetsPane
+	conv    *transcript
+	log     *attemptLog
+	stats   sessionStats
+	hist    *historyView
+
+	callSeq int
+	call    *run   // the run in flight, nil when idle
+	turn    *turn  // the turn of the call in flight
+	prompts map[string]string
+
+	showLog bool // below 24 rows the attempt log hides behind a key
+	mouse   bool
+
+	status      string
+	statusErr   bool
+	statusGen   int
+	ticking     bool
+	tickGen     int
+	quitting    bool
+	lastAnswer  string
+	lastAttempt *retry.Attempt
+	lastPrompt  string
+}
+
+// New builds the console's model. Run uses it; tests drive it directly.
+func New(opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FaultKinds == nil {
+		opts.FaultKinds = DefaultFaultKinds()
+	}
+	m := &Model{
+		opts:    opts,
+		keys:    DefaultKeyMap(),
+		dark:    true,
+		help:    help.New(),
+		input:   textinput.New(),
+		feed:    newFeed(opts.Recorder),
+		now:     opts.Now(),
+		chain:   slices.Clone(opts.Chain),
+		conv:    newTranscript(),
+		log:     newAttemptLog(),
+		hist:    &historyView{},
+		prompts: map[string]string{},
+		showLog: true,
+		mouse:   opts.Mouse,
+	}
+	m.targets = newTargetsPane(opts.Targets, m.chain)
+	m.input.Placeholder = "Type a prompt and press enter"
+	m.input.Prompt = "> "
+	m.input.SetVirtualCursor(false)
+	m.input.Focus()
+	m.applyTheme()
+	return m
+}
+
+func (m *Model) applyTheme() {
+	m.st = theme.New(m.dark, m.opts.NoColor)
+	m.help.Styles = m.st.Help
+	is := textinput.DefaultStyles(m.dark)
+	if m.opts.NoColor {
+		is = textinput.Styles{}
+	} else {
+		is.Focused.Prompt = m.st.Accent
+		is.Blurred.Prompt = m.st.Subtle
+		is.Focused.Placeholder = m.st.Subtle
+		is.Blurred.Placeholder = m.st.Subtle
+	}
+	m.input.SetStyles(is)
+	m.conv.invalidate()
+	m.log.invalidate()
+	m.targets.invalidate()
+}
+
+// Init asks the terminal for its background colour (light or dark).
+func (m *Model) Init() tea.Cmd {
+	return tea.RequestBackgroundColor
+}
+
+func (m *Model) inFlight() bool { return m.call != nil }
+
+func (m *Model) waiting() bool { return m.call != nil && m.call.wait != nil }
+
+// Update applies one message. It does no I/O: side effects are commands.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.input.SetWidth(max(1, m.width-6))
+		m.help.SetWidth(m.width)
+		m.conv.invalidate()
+		m.log.invalidate()
+		m.targets.invalidate()
+		return m, nil
+	case tea.BackgroundColorMsg:
+		m.dark = msg.IsDark()
+		m.applyTheme()
+		return m, nil
+	case tickMsg:
+		if msg.gen != m.tickGen {
+			return m, nil
+		}
+		m.now = m.opts.Now()
+		m.ticking = false
+		return m, m.ensureTick()
+	case statusClearMsg:
+		if msg.gen == m.statusGen {
+			m.status = ""
+		}
+		return m, nil
+	case eventsMsg:
+		m.now = m.opts.Now()
+		for i := range msg.events {
+			m.applyEvent(msg.events[i])
+		}
+		return m, m.ensureTick()
+	case runDoneMsg:
+		m.now = m.opts.Now()
+		return m, m.runDone(msg)
+	case faultDoneMsg:
+		if msg.err != nil {
+			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
+		}
+		return m, m.setStatus("Injected "+msg.what+": send a prompt to see it.", false)
+	case historyListMsg:
+		m.hist.listed(msg)
+		return m, nil
+	case historyShowMsg:
+		m.hist.shown(msg)
+		return m, nil
+	case tea.MouseWheelMsg:
+		mm := msg.Mouse()
+		switch mm.Button {
+		case tea.MouseWheelUp:
+			m.scroll(-3)
+		case tea.MouseWheelDown:
+			m.scroll(3)
+		}
+		return m, nil
+	case tea.PasteMsg:
+		if m.focus == focusInput && m.mode == modeMain {
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			return m, cmd
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// key handles one key press according to mode and focus.
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	// Chords that work everywhere.
+	switch {
+	case key.Matches(msg, k.Interrupt):
+		if m.inFlight() {
+			return m.cancelCall()
+		}
+		return m.quit()
+	case key.Matches(msg, k.FailOver):
+		return m.failOverNow()
+	}
+	switch m.mode {
+	case modeHelp:
+		if key.Matches(msg, k.Back, k.Help, k.Quit) {
+			m.mode = modeMain
+		}
+		return nil
+	case modeFaults:
+		return m.faultKey(msg)
+	case modeHistory:
+		return m.historyKey(msg)
+	}
+
+	if m.focus == focusInput {
+		switch {
+		case key.Matches(msg, k.Send):
+			return m.send()
+		case key.Matches(msg, k.Cancel):
+			if m.inFlight() {
+				return m.cancelCall()
+			}
+			m.setFocus(focusConversation)
+			return nil
+		case key.Matches(msg, k.NextFocus):
+			m.setFocus(focusConversation)
+			return nil
+		case key.Matches(msg, k.PrevFocus):
+			m.setFocus(focusTargets)
+			return nil
+		case key.Matches(msg, k.PageUp):
+			m.scroll(-m.convHeight())
+			return nil
+		case key.Matches(msg, k.PageDown):
+			m.scroll(m.convHeight())
+			return nil
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return cmd
+	}
+
+	// Panes: single-letter keys act here.
+	switch {
+	case key.Matches(msg, k.Cancel):
+		if m.inFlight() {
+			return m.cancelCall()
+		}
+		return nil
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.NextFocus):
+		m.setFocus((m.focus + 1) % focusCount)
+		return nil
+	case key.Matches(msg, k.PrevFocus):
+		m.setFocus((m.focus + focusCount - 1) % focusCount)
+		return nil
+	case key.Matches(msg, k.Input):
+		m.setFocus(focusInput)
+		return nil
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+		return nil
+	case key.Matches(msg, k.History):
+		return m.openHistory()
+	case key.Matches(msg, k.Faults):
+		if !m.opts.Simulated || m.opts.Faults == nil {
+			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)
+		}
+		m.mode = modeFaults
+		return nil
+	case key.Matches(msg, k.Attempts):
+		m.showLog = !m.showLog
+		return nil
+	case key.Matches(msg, k.Mouse):
+		m.mouse = !m.mouse
+		if m.mouse {
+			return m.setStatus("Mouse on: the wheel scrolls; the terminal's own selection needs shift.", false)
+		}
+		return m.setStatus("Mouse off: the terminal's own text selection works.", false)
+	case key.Matches(msg, k.CopyAnswer):
+		if m.lastAnswer == "" {
+			return m.setStatus("No answer to copy yet.", true)
+		}
+		return tea.Batch(tea.SetClipboard(m.lastAnswer), m.setStatus("Copied the last answer (OSC 52).", false))
+	case key.Matches(msg, k.CopyCurl):
+		return m.copyCurl()
+	}
+
+	switch m.focus {
+	case focusConversation:
+		switch {
+		case key.Matches(msg, k.Up):
+			m.scroll(-1)
+		case key.Matches(msg, k.Down):
+			m.scroll(1)
+		case key.Matches(msg, k.PageUp):
+			m.scroll(-m.convHeight())
+		case key.Matches(msg, k.PageDown):
+			m.scroll(m.convHeight())
+		case key.Matches(msg, k.Send):
+			m.setFocus(focusInput)
+		}
+	case focusAttempts:
+		switch {
+		case key.Matches(msg, k.Up):
+			m.log.move(-1)
+		case key.Matches(msg, k.Down):
+			m.log.move(1)
+		case key.Matches(msg, k.PageUp):
+			m.log.move(-5)
+		case key.Matches(msg, k.PageDown):
+			m.log.move(5)
+		}
+	case focusTargets:
+		switch {
+		case key.Matches(msg, k.Up):
+			m.targets.moveCursor(-1)
+		case key.Matches(msg, k.Down):
+			m.targets.moveCursor(1)
+		case key.Matches(msg, k.Toggle):
+			return m.setChain(m.targets.toggle())
+		case key.Matches(msg, k.MoveUp):
+			return m.setChain(m.targets.reorder(-1))
+		case key.Matches(msg, k.MoveDown):
+			return m.setChain(m.targets.reorder(1))
+		}
+	}
+	return nil
+}
+
+func (m *Model) setChain(chain []stream.Target, note string) tea.Cmd {
+	m.chain = chain
+	if note != "" {
+		return m.setStatus(note, false)
+	}
+	return nil
+}
+
+func (m *Model) setFocus(f focus) {
+	m.focus = f
+	if f == focusInput {
+		m.input.Focus()
+	} else {
+		m.input.Blur()
+	}
+	m.targets.focused = f == focusTargets
+	m.targets.invalidate()
+	m.log.focused = f == focusAttempts
+	m.log.invalidate()
+}
+
+func (m *Model) scroll(n int) {
+	m.conv.scroll(n, m.convHeight())
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	if m.call != nil {
+		m.call.cancel()
+	}
+	return tea.Quit
+}
+
+// setStatus shows a message on the status line; it clears after a few
+// seconds.
+func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
+	m.statusGen++
+	m.status, m.statusErr = s, isErr
+	gen := m.statusGen
+	return tea.Tick(5*time.Second, func(time.Time) tea.Msg { return statusClearMsg{gen} })
+}
+
+// ensureTick starts the clock tick if something on screen counts down and it
+// is not running. It stops by itself when nothing does.
+func (m *Model) ensureTick() tea.Cmd {
+	if m.ticking {
+		return nil
+	}
+	d := m.tickEvery()
+	if d == 0 {
+		return nil
+	}
+	m.ticking = true
+	m.tickGen++
+	gen := m.tickGen
+	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{gen} })
+}
+
+// tickEvery is how often the clock must tick now: fast during a wait, once a
+// second while a call runs or a near reset counts down, never when idle.
+func (m *Model) tickEvery() time.Duration {
+	if m.waiting() {
+		return 250 * time.Millisecond
+	}
+	if m.call != nil || m.targets.counting(m.now) {
+		return time.Second
+	}
+	return 0
+}
+
+// send starts a call with the prompt in the input.
+func (m *Model) send() tea.Cmd {
+	prompt := strings.TrimSpace(m.input.Value())
+	if prompt == "" {
+		return nil
+	}
+	if m.inFlight() {
+		return m.setStatus("A call is in flight: wait for it, or press esc to cancel it.", true)
+	}
+	if m.opts.Runner == nil {
+		return m.setStatus("No engine is connected: this console cannot send.", true)
+	}
+	if len(m.chain) == 0 {
+		return m.setStatus("The chain is empty: tab to the targets pane and press space on a target.", true)
+	}
+	var missing []string
+	for _, t := range m.chain {
+		if ti, ok := m.targets.info(t); ok && !ti.Available {
+			missing = append(missing, t.String()+" needs "+ti.Missing)
+		}
+	}
+	if len(missing) == len(m.chain) {
+		return m.setStatus("No target in the chain has a key: "+strings.Join(missing, "; ")+".", true)
+	}
+	m.input.Reset()
+	m.callSeq++
+	id := fmt.Sprintf("%s-%d", m.now.Format("150405"), m.callSeq)
+	chain := make([]stream.Target, 0, len(m.chain))
+	for _, t := range m.chain {
+		if ti, ok := m.targets.info(t); ok && !ti.Available {
+			continue
+		}
+		chain = append(chain, t)
+	}
+	m.lastPrompt = prompt
+	m.turn = m.conv.add(id, prompt, chain[0], m.now)
+	m.conv.bottom()
+	return m.startRun(id, chain)
+}
+
+// startRun runs the call (or its continuation) on its own goroutine; its
+// events and its end come back through the feed.
+func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{id: id, chain: chain, cancel: cancel}
+	m.call = r
+	m.prompts[id] = m.turn.prompt
+	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy}
+	runner, f := m.opts.Runner, m.feed
+	runCmd := func() tea.Msg {
+		defer cancel()
+		res := runner.Run(ctx, call, f.sink)
+		f.push(runDoneMsg{runID: id, result: res})
+		return nil
+	}
+	return tea.Batch(runCmd, m.ensureTick())
+}
+
+func (m *Model) cancelCall() tea.Cmd {
+	if m.call == nil {
+		return nil
+	}
+	m.call.cancelled = true
+	m.call.failTo = nil
+	m.call.cancel()
+	return m.setStatus("Cancelling the call…", false)
+}
+
+// failOverNow ends the wait in progress and sends to the rest of the chain.
+// The engine has no hook for it, so it cancels the run and starts a new run
+// on the targets after the waiting one.
+func (m *Model) failOverNow() tea.Cmd {
+	if !m.waiting() {
+		return m.setStatus("Fail over now works during a wait.", true)
+	}
+	w := m.call.wait
+	i := slices.Index(m.call.chain, w.Target)
+	if i < 0 || i == len(m.call.chain)-1 {
+		return m.setStatus("No fallback left after "+w.Target.String()+": esc cancels.", true)
+	}
+	m.call.failTo = slices.Clone(m.call.chain[i+1:])
+	m.call.cancel()
+	return m.setStatus("Failing over now to "+m.call.failTo[0].String()+"…", false)
+}
+
+// runDone ends a run: a continuation starts when the user failed over.
+func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
+	if m.call == nil || msg.runID != m.call.id {
+		return nil
+	}
+	r := m.call
+	m.call = nil
+	if len(r.failTo) > 0 && !r.cancelled && m.turn != nil && !m.quitting {
+		left := time.Duration(0)
+		if r.wait != nil {
+			left = r.wait.Until.Sub(m.now)
+		}
+		from := ""
+		if r.wait != nil {
+			from = r.wait.Target.String()
+		}
+		m.turn.note(noteWarn, fmt.Sprintf("You failed over now: skipped %s's wait (%s left); trying %s.", from, fmtDur(left), r.failTo[0]))
+		m.turn.runs++
+		id := fmt.Sprintf("%s.f%d", m.turn.callID, m.turn.runs)
+		return m.startRun(id, r.failTo)
+	}
+	m.turn = nil
+	return nil
+}
+
+func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(msg, m.keys.Back, m.keys.Faults, m.keys.Quit) {
+		m.mode = modeMain
+		return nil
+	}
+	s := msg.String()
+	if len(s) != 1 || s[0] < '1' || s[0] > '9' {
+		return nil
+	}
+	i := int(s[0] - '1')
+	if i >= len(m.opts.FaultKinds) {
+		return nil
+	}
+	m.mode = modeMain
+	fk := m.opts.FaultKinds[i]
+	provider := ""
+	if len(m.chain) > 0 {
+		provider = m.chain[0].Provider
+	}
+	faults := m.opts.Faults
+	if strings.Contains(fk.Name, "-") { // a scenario, e.g. failover-demo
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return faultDoneMsg{what: "scenario " + fk.Name, err: faults.SetScenario(ctx, fk.Name)}
+		}
+	}
+	f := FaultRequest{Provider: provider, Kind: fk.Name, Count: 1}
+	if fk.Name == "rate_limit" {
+		f.RetryAfter = 20 * time.Second
+	}
+	if fk.Name == "overload" {
+		f.Count = 3
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return faultDoneMsg{what: fk.Name + " on " + provider, err: faults.Inject(ctx, f)}
+	}
+}
+
+func (m *Model) copyCurl() tea.Cmd {
+	if m.opts.Curl == nil {
+		return m.setStatus("Copy as curl is not available in this build.", true)
+	}
+	a := m.log.selected()
+	if a == nil {
+		return m.setStatus("No attempt to copy: tab to the attempt log and pick one.", true)
+	}
+	prompt := m.prompts[a.callID]
+	return tea.Batch(tea.SetClipboard(m.opts.Curl(a.attempt, prompt)), m.setStatus("Copied the attempt as curl, key redacted (OSC 52).", false))
+}
+
+// errSentence turns an attempt's failure into a sentence a person reads.
+func errSentence(a *retry.Attempt) string {
+	who := a.Target.Provider
+	switch a.Class {
+	case stream.ClassRateLimit:
+		return who + " is rate limiting this key"
+	case stream.ClassOverload:
+		return who + " is overloaded"
+	case stream.ClassQuota:
+		return who + "'s quota is spent: a person must act"
+	case stream.ClassCaller:
+		return who + " rejected the request"
+	case stream.ClassServer:
+		return who + " had a server error"
+	case stream.ClassConnection:
+		if a.MidStream {
+			return "the connection to " + who + " broke mid-stream"
+		}
+		return "could not reach " + who
+	case stream.ClassTimeout:
+		return who + " timed out"
+	case stream.ClassCancelled:
+		return "cancelled"
+	}
+	return who + " failed"
+}
+
+// rawDetail is the raw detail under an error sentence.
+func rawDetail(a *retry.Attempt) string {
+	var b strings.Builder
+	if a.Status != 0 {
+		fmt.Fprintf(&b, "HTTP %d ", a.Status)
+	}
+	b.WriteString(string(a.Class))
+	if a.Code != "" {
+		b.WriteString(" " + a.Code)
+	}
+	if a.Message != "" {
+		b.WriteString(": " + oneLine(a.Message))
+	}
+	return b.String()
+}
+
+var errNoHistory = errors.New("no history store is connected")

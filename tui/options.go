@@ -1,0 +1,134 @@
+// Package tui is limitscope's console: a Bubble Tea program that sends prompts
+// through the retry engine and shows, as they happen, every attempt, wait,
+// fallback and limit.
+//
+// The engine runs outside Update: a call runs on its own goroutine and its
+// events reach the program through one feed that coalesces text deltas to
+// about one frame and never drops any other event. One clock tick drives
+// every countdown on screen, and only while something counts down.
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// Runner runs one call to its end, sending every event to sink. *retry.Engine
+// is the real one.
+type Runner interface {
+	Run(ctx context.Context, c retry.Call, sink func(retry.Event)) retry.Result
+}
+
+// FaultRequest is a live fault for the simulator: Kind is one of the
+// simulator's fault kinds ("rate_limit", "overload", "spend_cap",
+// "mid_stream", ...), on Provider, Count times (0: once), with RetryAfter
+// where the kind takes one. It mirrors sim.Fault so tui does not import sim.
+type FaultRequest struct {
+	Provider   string
+	Kind       string
+	RetryAfter time.Duration
+	Count      int
+}
+
+// FaultInfo names a fault kind the demo keys offer.
+type FaultInfo struct {
+	Name        string
+	Description string
+}
+
+// Faults injects faults into the simulator a simulated session runs on. It is
+// nil when the session is real.
+type Faults interface {
+	Inject(ctx context.Context, f FaultRequest) error
+	SetScenario(ctx context.Context, name string) error
+}
+
+// HistoryFilter narrows the history list.
+type HistoryFilter struct {
+	Text  string // matched against the prompt head, target and outcome
+	Limit int    // most recent first; 0: the store's default
+}
+
+// CallSummary is one call in the history list.
+type CallSummary struct {
+	ID         string
+	Time       time.Time
+	PromptHead string
+	Outcome    retry.Outcome
+	ServedBy   string // "provider/model", "" when nothing served
+	Attempts   int
+	Duration   time.Duration
+}
+
+// CallDetail is one call opened from the history.
+type CallDetail struct {
+	CallSummary
+	Prompt   string
+	Attempts []retry.Attempt
+	Waits    []retry.Wait
+	Text     string
+}
+
+// History is the attempt history, adapted from the store by the caller.
+type History interface {
+	List(ctx context.Context, f HistoryFilter) ([]CallSummary, error)
+	Show(ctx context.Context, id string) (CallDetail, error)
+}
+
+// Recorder receives every event of every call, in order, on the goroutine
+// that runs the call. It must not block for long (buffer writes).
+type Recorder interface {
+	Record(ev retry.Event)
+}
+
+// TargetInfo is one target the user can pick: Available is false when its
+// key is missing, and Missing names the variable to set.
+type TargetInfo struct {
+	Target    stream.Target
+	Available bool
+	Missing   string
+}
+
+// Options configures the console.
+type Options struct {
+	Runner    Runner
+	Chain     []stream.Target // the primary, then fallbacks, in order
+	Targets   []TargetInfo    // every pickable target (the chain's included)
+	Policy    retry.Policy
+	MaxTokens int
+	Simulated bool
+	Scenario  string // the simulator's scenario, shown in the badge
+	Faults    Faults // nil when the session is real
+	History   History
+	Recorder  Recorder
+	Version   string
+	Now       func() time.Time // nil: time.Now
+
+	// Added beside the brief's fields:
+
+	// NoColor drops every colour (set it from NO_COLOR); states stay words.
+	NoColor bool
+	// FaultKinds lists the demo faults offered in simulated mode (sim.Faults()
+	// adapted); nil: DefaultFaultKinds.
+	FaultKinds []FaultInfo
+	// Curl renders an attempt as a curl command with the key redacted, for
+	// the copy-as-curl key; nil disables that key.
+	Curl func(a retry.Attempt, prompt string) string
+	// Mouse starts with mouse capture on (wheel scrolling); off by default so
+	// the terminal's own selection works.
+	Mouse bool
+}
+
+// DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil.
+func DefaultFaultKinds() []FaultInfo {
+	return []FaultInfo{
+		{"rate_limit", "a 429 with retry-after"},
+		{"overload", "an overload burst (529/503)"},
+		{"spend_cap", "a spend cap: quota, needs a person"},
+		{"mid_stream", "an error in the middle of the stream"},
+		{"failover-demo", "the failover demo scenario"},
+	}
+}

@@ -1,0 +1,483 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+// targetState is what the console knows about one target.
+type targetState struct {
+	info TargetInfo
+
+	busy string // "SENDING" or "STREAMING" while an attempt is in flight
+
+	waitUntil time.Time // a server's delay or a backoff runs until then
+	waitFrom  time.Time
+	waitWhy   string // "429 slow_down · retry-after 20s"
+	paused    bool   // the wait is pacing until a reset
+
+	overloaded bool
+	overWhy    string
+
+	stopped   bool
+	stopWords string // the provider's own words
+	stopUntil time.Time
+
+	lastErr string // the last failure, for context
+	limits  *stream.Limits
+}
+
+// state returns the state word and its style.
+func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...string) string) {
+	switch {
+	case !s.info.Available:
+		return "NO KEY", st.Unavailable.Render
+	case s.stopped && (s.stopUntil.IsZero() || now.Before(s.stopUntil)):
+		return "STOPPED", st.Stopped.Render
+	case s.busy != "":
+		return s.busy, st.Busy.Render
+	case now.Before(s.waitUntil) && s.paused:
+		return "PAUSED", st.Paused.Render
+	case now.Before(s.waitUntil):
+		return "WAITING", st.Waiting.Render
+	case s.overloaded:
+		return "OVERLOADED", st.Overloaded.Render
+	}
+	return "READY", st.Ready.Render
+}
+
+// targetsPane lists the chain (numbered, in order), then the other pickable
+// targets; the user picks and reorders them here.
+type targetsPane struct {
+	list    []*targetState // chain first, in order, then the rest
+	inChain int            // how many of list are in the chain
+	cursor  int
+	focused bool
+
+	cache    []string
+	cacheKey string
+}
+
+func newTargetsPane(infos []TargetInfo, chain []stream.Target) *targetsPane {
+	p := &targetsPane{}
+	byName := map[stream.Target]TargetInfo{}
+	for _, ti := range infos {
+		byName[ti.Target] = ti
+	}
+	seen := map[stream.Target]bool{}
+	for _, t := range chain {
+		ti, ok := byName[t]
+		if !ok {
+			ti = TargetInfo{Target: t, Available: true}
+		}
+		p.list = append(p.list, &targetState{info: ti})
+		seen[t] = true
+	}
+	p.inChain = len(p.list)
+	for _, ti := range infos {
+		if !seen[ti.Target] {
+			p.list = append(p.list, &targetState{info: ti})
+			seen[ti.Target] = true
+		}
+	}
+	return p
+}
+
+func (p *targetsPane) invalidate() { p.cacheKey = "" }
+
+func (p *targetsPane) get(t stream.Target) *targetState {
+	for _, s := range p.list {
+		if s.info.Target == t {
+			return s
+		}
+	}
+	s := &targetState{info: TargetInfo{Target: t, Available: true}}
+	p.list = append(p.list, s)
+	return s
+}
+
+func (p *targetsPane) info(t stream.Target) (TargetInfo, bool) {
+	for _, s := range p.list {
+		if s.info.Target == t {
+			return s.info, true
+		}
+	}
+	return TargetInfo{}, false
+}
+
+func (p *targetsPane) chain() []stream.Target {
+	out := make([]stream.Target, 0, p.inChain)
+	for _, s := range p.list[:p.inChain] {
+		out = append(out, s.info.Target)
+	}
+	return out
+}
+
+func (p *targetsPane) moveCursor(d int) {
+	p.cursor = min(max(0, p.cursor+d), len(p.list)-1)
+	p.invalidate()
+}
+
+// toggle puts the target under the cursor in or out of the chain.
+func (p *targetsPane) toggle() ([]stream.Target, string) {
+	if len(p.list) == 0 {
+		return p.chain(), ""
+	}
+	s := p.list[p.cursor]
+	p.invalidate()
+	if p.cursor < p.inChain {
+		p.list = slices.Delete(p.list, p.cursor, p.cursor+1)
+		p.inChain--
+		p.list = slices.Insert(p.list, p.inChain, s)
+		p.cursor = p.inChain
+		return p.chain(), s.info.Target.String() + " left the chain."
+	}
+	if !s.info.Available {
+		return p.chain(), s.info.Target.String() + " has no key: set " + s.info.Missing + "."
+	}
+	p.list = slices.Delete(p.list, p.cursor, p.cursor+1)
+	p.list = slices.Insert(p.list, p.inChain, s)
+	p.cursor = p.inChain
+	p.inChain++
+	return p.chain(), s.info.Target.String() + fmt.Sprintf(" joined the chain at %d.", p.inChain)
+}
+
+// reorder moves the chain target under the cursor up or down the chain.
+func (p *targetsPane) reorder(d int) ([]stream.Target, string) {
+	j := p.cursor + d
+	if p.cursor >= p.inChain || j < 0 || j >= p.inChain {
+		return p.chain(), ""
+	}
+	p.list[p.cursor], p.list[j] = p.list[j], p.list[p.cursor]
+	p.cursor = j
+	p.invalidate()
+	return p.chain(), ""
+}
+
+// counting reports whether a countdown shown in the pane is running (a wait,
+// or a limit reset within the hour).
+func (p *targetsPane) counting(now time.Time) bool {
+	for _, s := range p.list {
+		if now.Before(s.waitUntil) {
+			return true
+		}
+		if l := s.limits; l != nil {
+			for _, w := range []*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens} {
+				if w != nil && now.Before(w.Reset) && w.Reset.Sub(now) < time.Hour {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// attemptStart marks the target busy.
+func (p *targetsPane) attemptStart(a *retry.Attempt) {
+	s := p.get(a.Target)
+	s.busy = "SENDING"
+	p.invalidate()
+}
+
+func (p *targetsPane) text(t stream.Target) {
+	s := p.get(t)
+	if s.busy != "STREAMING" {
+		s.busy = "STREAMING"
+		p.invalidate()
+	}
+}
+
+// attemptEnd applies an attempt's outcome to its target's state.
+func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time) {
+	s := p.get(a.Target)
+	s.busy = ""
+	if a.Limits != nil && !a.Limits.Empty() {
+		s.limits = a.Limits
+	}
+	end := a.StartedAt.Add(a.Duration)
+	if end.IsZero() || a.StartedAt.IsZero() {
+		end = now
+	}
+	switch a.Class {
+	case stream.ClassOK:
+		s.overloaded, s.lastErr = false, ""
+		s.stopped = false
+	case stream.ClassRateLimit:
+		s.lastErr = statusCode(a)
+		if a.RetryAfter != nil {
+			s.waitFrom, s.waitUntil, s.paused = end, end.Add(*a.RetryAfter), false
+			s.waitWhy = statusCode(a) + " · " + sourceOr(a.DelaySource, "retry-after") + " " + fmtDur(*a.RetryAfter)
+		}
+	case stream.ClassOverload:
+		s.overloaded = true
+		s.overWhy = statusCode(a)
+		s.lastErr = statusCode(a)
+		if a.RetryAfter != nil {
+			s.waitFrom, s.waitUntil, s.paused = end, end.Add(*a.RetryAfter), false
+			s.waitWhy = statusCode(a) + " · " + sourceOr(a.DelaySource, "retry-after") + " " + fmtDur(*a.RetryAfter)
+		}
+	case stream.ClassQuota:
+		s.stopped = true
+		s.stopWords = a.Message
+		if s.stopWords == "" {
+			s.stopWords = a.Code
+		}
+		s.stopUntil = time.Time{}
+	case stream.ClassCancelled:
+	default:
+		s.lastErr = statusCode(a)
+	}
+	p.invalidate()
+}
+
+// wait shows a wait the engine takes on its target.
+func (p *targetsPane) wait(w *retry.Wait, now time.Time) {
+	s := p.get(w.Target)
+	s.waitFrom, s.waitUntil = now, w.Until
+	if w.Until.IsZero() {
+		s.waitUntil = now.Add(w.Duration)
+	}
+	s.paused = w.Pacing || w.Source == stream.SourceReset
+	why := string(w.Source)
+	if w.Asked > 0 {
+		why = fmt.Sprintf("asked %s (%s)", fmtDur(w.Asked), w.Source)
+	}
+	if s.lastErr != "" && !s.paused {
+		why = s.lastErr + " · " + why
+	}
+	if s.paused {
+		why = "pacing until the limit resets"
+	}
+	s.waitWhy = why
+	p.invalidate()
+}
+
+// callEnd applies a call's end: a cooldown stop and the end of busy states.
+func (p *targetsPane) callEnd(r *retry.Result) {
+	for _, s := range p.list {
+		s.busy = ""
+	}
+	if r.Outcome == retry.OutcomeStopped && r.Err != nil {
+		var t stream.Target
+		if n := len(r.Attempts); n > 0 {
+			t = r.Attempts[n-1].Target
+		}
+		if t.Provider != "" {
+			s := p.get(t)
+			s.stopped = true
+			if r.Err.Message != "" {
+				s.stopWords = r.Err.Message
+			}
+			if !r.Err.ResetAt.IsZero() {
+				s.stopUntil = r.Err.ResetAt
+			} else if !r.CooldownUntil.IsZero() {
+				s.stopUntil = r.CooldownUntil
+			}
+		}
+	}
+	p.invalidate()
+}
+
+func statusCode(a *retry.Attempt) string {
+	var parts []string
+	if a.Status != 0 {
+		parts = append(parts, fmt.Sprint(a.Status))
+	}
+	if a.Code != "" {
+		parts = append(parts, a.Code)
+	} else {
+		parts = append(parts, string(a.Class))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sourceOr(s stream.DelaySource, def string) string {
+	if s == "" || s == stream.SourceBackoff {
+		return def
+	}
+	return string(s)
+}
+
+// view renders the pane's inner lines for width w (full form) or, collapsed,
+// one line a target.
+func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Styles) []string {
+	key := fmt.Sprintf("%d/%v/%d/%v", w, collapsed, now.Unix(), p.focused)
+	if key == p.cacheKey {
+		return p.cache
+	}
+	var out []string
+	for i, s := range p.list {
+		if !p.focused && i >= p.inChain {
+			break
+		}
+		if collapsed {
+			out = append(out, p.line(i, s, w, now, st))
+			continue
+		}
+		out = append(out, p.full(i, s, w, now, st)...)
+		if i < len(p.list)-1 {
+			out = append(out, "")
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, st.Subtle.Render("No target in the chain: tab here, space adds one."))
+	}
+	p.cache, p.cacheKey = out, key
+	return out
+}
+
+func (p *targetsPane) label(i int, s *targetState) string {
+	mark := " "
+	if p.focused && i == p.cursor {
+		mark = ">"
+	}
+	n := "  "
+	if i < p.inChain {
+		n = fmt.Sprintf("%d ", i+1)
+	}
+	return mark + n + s.info.Target.String()
+}
+
+// line is the collapsed form: "1 openai/gpt-5.4-mini  WAITING 12s · 429 slow_down".
+func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *theme.Styles) string {
+	word, style := s.state(now, st)
+	extra := ""
+	switch word {
+	case "WAITING", "PAUSED":
+		extra = " " + fmtCountdown(now, s.waitUntil) + " · " + s.waitWhy
+	case "STOPPED":
+		extra = " · " + oneLine(s.stopWords)
+	case "NO KEY":
+		extra = " · set " + s.info.Missing
+	case "OVERLOADED":
+		extra = " · " + s.overWhy
+	default:
+		if g := gaugeBrief(s.limits, now); g != "" {
+			extra = " · " + g
+		}
+	}
+	name := fit(p.label(i, s), min(36, w/2))
+	if p.focused && i == p.cursor {
+		name = st.Selected.Render(name)
+	}
+	return name + " " + style(word) + st.Subtle.Render(extra)
+}
+
+func gaugeBrief(l *stream.Limits, now time.Time) string {
+	if l == nil || l.Requests == nil || !l.Requests.HasRemaining {
+		return ""
+	}
+	r := l.Requests
+	s := "req " + fmtCount(r.Remaining)
+	if r.HasLimit {
+		s += "/" + fmtCount(r.Limit)
+	}
+	if r.PerDay {
+		s += " per day"
+	}
+	if now.Before(r.Reset) {
+		s += " reset " + fmtCountdown(now, r.Reset)
+	}
+	return s
+}
+
+// full is the long form: name and state, why, countdown bar, gauges.
+func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *theme.Styles) []string {
+	word, style := s.state(now, st)
+	name := p.label(i, s)
+	nw := w - len(word) - 1
+	head := fit(name, nw) + " " + style(word)
+	if p.focused && i == p.cursor {
+		head = st.Selected.Render(fit(name, nw)) + " " + style(word)
+	}
+	out := []string{head}
+	ind := "  "
+	iw := w - 2
+	switch word {
+	case "NO KEY":
+		out = append(out, ind+st.Subtle.Render(fit("unavailable: set "+s.info.Missing, iw)))
+	case "STOPPED":
+		words := oneLine(s.stopWords)
+		for j, l := range wrap("quota: "+words, iw) {
+			if j == 2 {
+				break
+			}
+			out = append(out, ind+st.Error.Render(l))
+		}
+		if !s.stopUntil.IsZero() {
+			out = append(out, ind+st.Error.Render(fit("resets "+s.stopUntil.Local().Format("15:04")+" (in "+fmtCountdown(now, s.stopUntil)+")", iw)))
+		} else {
+			out = append(out, ind+st.Subtle.Render(fit("needs a person; no retry, no failover", iw)))
+		}
+	case "WAITING", "PAUSED":
+		out = append(out, ind+st.Wait.Render(fit(s.waitWhy, iw)))
+		total := s.waitUntil.Sub(s.waitFrom)
+		left := s.waitUntil.Sub(now)
+		frac := 0.0
+		if total > 0 {
+			frac = float64(left) / float64(total)
+		}
+		cd := fmtCountdown(now, s.waitUntil) + " left"
+		bw := max(4, min(20, iw-len(cd)-1))
+		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
+	case "OVERLOADED":
+		out = append(out, ind+st.Warn.Render(fit(s.overWhy+" · the provider is at capacity", iw)))
+	default:
+		if s.lastErr != "" && word == "READY" {
+			out = append(out, ind+st.Subtle.Render(fit("last: "+s.lastErr, iw)))
+		}
+	}
+	out = append(out, gauges(s.limits, iw, now, st, ind)...)
+	return out
+}
+
+// gauges renders a limits snapshot, one line a window.
+func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	one := func(name string, win *stream.Window) {
+		if win == nil || (!win.HasRemaining && !win.HasLimit) {
+			return
+		}
+		if win.PerDay {
+			name += "/day"
+		}
+		frac := 1.0
+		if win.HasLimit && win.Limit > 0 {
+			frac = float64(win.Remaining) / float64(win.Limit)
+		}
+		nums := fmtCount(win.Remaining)
+		if win.HasLimit {
+			nums += "/" + fmtCount(win.Limit)
+		}
+		if win.Rounded {
+			nums += " (rounded)"
+		}
+		if win.PerDay {
+			nums += " per day"
+		}
+		tail := ""
+		if now.Before(win.Reset) {
+			tail = " reset " + fmtCountdown(now, win.Reset)
+		}
+		bw := 8
+		if w < 30 {
+			bw = 4
+		}
+		line := fmt.Sprintf("%-7s", name) + bar(frac, bw, st.GaugeFull.Render, st.GaugeEmpty.Render) + " " + nums + st.Subtle.Render(tail)
+		out = append(out, ind+fit(line, w))
+	}
+	one("req", l.Requests)
+	one("tok", l.Tokens)
+	one("in tok", l.InputTokens)
+	one("out tok", l.OutputTokens)
+	return out
+}

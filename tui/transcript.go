@@ -1,0 +1,251 @@
+package tui
+
+import (
+	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+type blockKind int
+
+const (
+	blockText   blockKind = iota // an attempt's text
+	blockNote                    // a one-line (wrapped) note
+	blockDetail                  // raw detail under a note, dimmer
+)
+
+type noteKind int
+
+const (
+	noteInfo noteKind = iota
+	noteOK
+	noteWarn
+	noteError
+	noteWait
+)
+
+// block is a piece of a turn, with its wrapped, styled lines cached for one
+// width.
+type block struct {
+	kind    blockKind
+	note    noteKind
+	header  string // blockText: the badge line above the text
+	badgeOK bool   // the header is the served-by badge
+	text    string
+	broken  bool // blockText: the attempt failed; its text is partial
+
+	lines []string
+	w     int
+	dirty bool
+}
+
+// turn is one prompt and everything that answered it.
+type turn struct {
+	callID  string
+	prompt  string
+	primary stream.Target
+	blocks  []*block
+	current *block // the text block of the attempt streaming now
+	runs    int
+	done    bool
+
+	currentTarget stream.Target
+	primaryWhy    string    // why the primary did not serve
+	requests      int       // requests over every run of the call
+	started       time.Time // when the user sent it
+}
+
+func (t *turn) note(k noteKind, s string) *block {
+	b := &block{kind: blockNote, note: k, text: s, dirty: true}
+	t.blocks = append(t.blocks, b)
+	return b
+}
+
+func (t *turn) detail(s string) {
+	if s == "" {
+		return
+	}
+	t.blocks = append(t.blocks, &block{kind: blockDetail, text: s, dirty: true})
+}
+
+// render returns the block's lines, each exactly w cells wide.
+func (b *block) render(w int, st *theme.Styles) []string {
+	if !b.dirty && b.w == w && b.lines != nil {
+		return b.lines
+	}
+	b.w, b.dirty = w, false
+	b.lines = b.lines[:0]
+	add := func(s string, style func(...string) string, indent string) {
+		for _, l := range wrap(s, w-len(indent)) {
+			line := indent + l
+			pad := w - len([]rune(indent)) - widthOf(l)
+			if pad < 0 {
+				pad = 0
+			}
+			if style != nil && l != "" {
+				line = indent + style(l)
+			}
+			b.lines = append(b.lines, line+strings.Repeat(" ", pad))
+		}
+	}
+	switch b.kind {
+	case blockText:
+		if b.header != "" {
+			if b.badgeOK {
+				add(b.header, st.Badge.Render, "")
+			} else {
+				add(b.header, st.Subtle.Render, "")
+			}
+		}
+		if b.text != "" {
+			if b.broken {
+				add(b.text, st.Partial.Render, "")
+			} else {
+				add(b.text, nil, "")
+			}
+		}
+	case blockNote:
+		var style func(...string) string
+		switch b.note {
+		case noteOK:
+			style = st.OK.Render
+		case noteWarn:
+			style = st.Warn.Render
+		case noteError:
+			style = st.Break.Render
+		case noteWait:
+			style = st.Countdown.Render
+		default:
+			style = st.Subtle.Render
+		}
+		add(b.text, style, "")
+	case blockDetail:
+		add(b.text, st.Detail.Render, "  ")
+	}
+	return b.lines
+}
+
+// transcript is the conversation: turns, oldest first, rendered from the
+// bottom up so a frame touches only the visible lines.
+type transcript struct {
+	turns  []*turn
+	offset int // lines scrolled up from the bottom
+	promptCache map[*turn][]string
+	pw     int
+}
+
+func newTranscript() *transcript { return &transcript{promptCache: map[*turn][]string{}} }
+
+func (c *transcript) add(id, prompt string, primary stream.Target, now time.Time) *turn {
+	t := &turn{callID: id, prompt: prompt, primary: primary, started: now}
+	c.turns = append(c.turns, t)
+	return t
+}
+
+func (c *transcript) invalidate() {
+	for _, t := range c.turns {
+		for _, b := range t.blocks {
+			b.dirty = true
+		}
+	}
+	c.promptCache = map[*turn][]string{}
+}
+
+func (c *transcript) bottom() { c.offset = 0 }
+
+func (c *transcript) scroll(n, h int) {
+	c.offset -= n
+	if c.offset < 0 {
+		c.offset = 0
+	}
+	_ = h
+}
+
+// promptLines renders a turn's prompt (cached per width).
+func (c *transcript) promptLines(t *turn, w int, st *theme.Styles) []string {
+	if c.pw != w {
+		c.promptCache = map[*turn][]string{}
+		c.pw = w
+	}
+	if l, ok := c.promptCache[t]; ok {
+		return l
+	}
+	var out []string
+	for i, l := range wrap(t.prompt, w-2) {
+		p := "> "
+		if i > 0 {
+			p = "  "
+		}
+		out = append(out, st.Prompt.Render(p+l)+strings.Repeat(" ", max(0, w-2-widthOf(l))))
+	}
+	c.promptCache[t] = out
+	return out
+}
+
+// view returns h lines of w cells: the visible window of the transcript, with
+// live lines (a countdown) appended under the last turn.
+func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []string) []string {
+	if len(c.turns) == 0 && len(live) == 0 {
+		return padLines(empty, w, h)
+	}
+	need := h + c.offset
+	// Gather lines bottom-up.
+	var rev [][]string
+	n := 0
+	if len(live) > 0 {
+		rev = append(rev, live)
+		n += len(live)
+	}
+	blank := []string{strings.Repeat(" ", w)}
+	for i := len(c.turns) - 1; i >= 0 && n < need; i-- {
+		t := c.turns[i]
+		for j := len(t.blocks) - 1; j >= 0 && n < need; j-- {
+			l := t.blocks[j].render(w, st)
+			rev = append(rev, l)
+			n += len(l)
+		}
+		if n < need {
+			rev = append(rev, blank)
+			n++
+			p := c.promptLines(t, w, st)
+			rev = append(rev, p)
+			n += len(p)
+		}
+		if i > 0 && n < need {
+			rev = append(rev, blank)
+			n++
+		}
+	}
+	if c.offset > n-h {
+		c.offset = max(0, n-h)
+	}
+	all := make([]string, 0, n)
+	for i := len(rev) - 1; i >= 0; i-- {
+		all = append(all, rev[i]...)
+	}
+	end := len(all) - c.offset
+	start := max(0, end-h)
+	out := all[start:end]
+	if len(out) < h {
+		out = padLines(out, w, h)
+	}
+	return out
+}
+
+// padLines pads lines to h lines of w cells.
+func padLines(lines []string, w, h int) []string {
+	out := make([]string, 0, h)
+	for _, l := range lines {
+		if len(out) == h {
+			break
+		}
+		out = append(out, fit(l, w))
+	}
+	blank := strings.Repeat(" ", w)
+	for len(out) < h {
+		out = append(out, blank)
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// View renders the screen. It is the hot path: panes cache their styled
+// lines and only visible lines are rendered.
+func (m *Model) View() tea.View {
+	content, cursor := m.render()
+	v := tea.NewView(content)
+	v.AltScreen = true
+	v.WindowTitle = "limitscope"
+	if m.mouse {
+		v.MouseMode = tea.MouseModeCellMotion
+	}
+	v.Cursor = cursor
+	return v
+}
+
+// logVisible reports whether the attempt log shows: by default at 24 rows
+// and more; the attempts key flips it.
+func (m *Model) logVisible() bool {
+	return (m.height >= 24) == m.showLog
+}
+
+func (m *Model) wide() bool { return m.width >= 100 }
+
+// layout heights: header 1, input 3, footer 1.
+func (m *Model) bodyHeight() int { return m.height - 5 }
+
+func (m *Model) logHeight() int {
+	if !m.logVisible() {
+		return 0
+	}
+	return min(9, max(4, m.bodyHeight()/4))
+}
+
+func (m *Model) targetsCollapsedHeight() int {
+	n := m.targets.inChain
+	if m.targets.focused {
+		n = len(m.targets.list)
+	}
+	return min(max(1, n), max(1, m.bodyHeight()/3)) + 2
+}
+
+// convHeight is the conversation's inner height.
+func (m *Model) convHeight() int {
+	h := m.bodyHeight() - m.logHeight()
+	if !m.wide() {
+		h -= m.targetsCollapsedHeight()
+	}
+	return max(1, h-2)
+}
+
+func (m *Model) render() (string, *tea.Cursor) {
+	w, h := m.width, m.height
+	if w == 0 || h == 0 {
+		return "", nil
+	}
+	if w < minWidth || h < minHeight {
+		msg := fmt.Sprintf("limitscope needs a terminal of at least %dx%d; this one is %dx%d. Enlarge it, or press ctrl+c to quit.", minWidth, minHeight, w, h)
+		return strings.Join(padLines(wrap(msg, w), w, h), "\n"), nil
+	}
+	st := &m.st
+	lines := make([]string, 0, h)
+	lines = append(lines, m.header(w))
+	body := m.bodyHeight()
+	border := st.Border.Render
+	focusBorder := func(f focus) func(...string) string {
+		if m.focus == f && m.mode == modeMain {
+			return st.BorderFocused.Render
+		}
+		return border
+	}
+	title := st.PaneTitle.Render
+	b1 := focusBorder
+	t1 := title
+
+	switch m.mode {
+	case modeHelp:
+		m.help.ShowAll = true
+		hv := m.help.FullHelpView(helpKeys{m.keys, m}.FullHelp())
+		m.help.ShowAll = false
+		inner := append([]string{st.Subtle.Render("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere."), ""}, strings.Split(hv, "\n")...)
+		lines = append(lines, box("keys", inner, w, body, false, b1(-1), t1)...)
+	case modeHistory:
+		inner := m.hist.view(w-2, body-2, st)
+		lines = append(lines, box("history", inner, w, body, true, b1(-1), t1)...)
+	case modeFaults:
+		inner := []string{st.Subtle.Render("Inject a fault into the simulator; the next prompt meets it."), ""}
+		prov := "-"
+		if len(m.chain) > 0 {
+			prov = m.chain[0].Provider
+		}
+		for i, f := range m.opts.FaultKinds {
+			if i == 9 {
+				break
+			}
+			inner = append(inner, fmt.Sprintf(" %s  %-16s %s", st.Accent.Render(fmt.Sprint(i+1)), f.Name, st.Subtle.Render(f.Description)))
+		}
+		inner = append(inner, "", st.Subtle.Render("Faults hit the primary ("+prov+"). esc closes."))
+		lines = append(lines, box("demo faults", inner, w, body, false, b1(-1), t1)...)
+	default:
+		lh := m.logHeight()
+		top := body - lh
+		var convLines []string
+		if m.wide() {
+			tw := min(44, max(34, w*32/100))
+			cw := w - tw
+			tl := m.targets.view(tw-2, false, m.now, st)
+			tb := box("targets", tl, tw, top, false, b1(focusTargets), t1)
+			cb := box(m.convTitle(), m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome()), cw, top, true, b1(focusConversation), t1)
+			for i := range tb {
+				convLines = append(convLines, tb[i]+cb[i])
+			}
+		} else {
+			th := m.targetsCollapsedHeight()
+			tl := m.targets.view(w-2, true, m.now, st)
+			if m.targets.focused && len(tl) > th-2 {
+				start := min(max(0, m.targets.cursor-(th-3)), len(tl)-(th-2))
+				tl = tl[start:]
+			}
+			convLines = append(convLines, box("targets", tl, w, th, false, b1(focusTargets), t1)...)
+			ch := top - th
+			convLines = append(convLines, box(m.convTitle(), m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome()), w, ch, true, b1(focusConversation), t1)...)
+		}
+		lines = append(lines, convLines...)
+		if lh > 0 {
+			lines = append(lines, box("attempts", m.log.view(w-2, lh-2, st), w, lh, true, b1(focusAttempts), t1)...)
+		}
+	}
+
+	inputRow := len(lines)
+	in := m.input.View()
+	lines = append(lines, box("", []string{in}, w, 3, false, b1(focusInput), t1)...)
+	lines = append(lines, m.footer(w))
+
+	var cur *tea.Cursor
+	if m.focus == focusInput && m.mode == modeMain {
+		if c := m.input.Cursor(); c != nil {
+			c.X++
+			c.Y += inputRow + 1
+			cur = c
+		}
+	}
+	return strings.Join(lines, "\n"), cur
+}
+
+func (m *Model) convTitle() string {
+	if m.conv.offset > 0 {
+		return fmt.Sprintf("conversation (scrolled up %d)", m.conv.offset)
+	}
+	return "conversation"
+}
+
+// welcome is what the empty conversation says.
+func (m *Model) welcome() []string {
+	st := &m.st
+	out := []string{""}
+	if m.opts.Simulated {
+		out = append(out, st.Warn.Render("  This session runs on the built-in simulator: no key, no cost, no network."))
+		if m.opts.Faults != nil {
+			out = append(out, st.Subtle.Render("  Tab out of the input and press d to inject a fault (a 429, an overload,"),
+				st.Subtle.Render("  a spend cap, a mid-stream error) and watch the retries and the failover."))
+		}
+	} else {
+		out = append(out, "  Type a prompt below and press enter. It goes to the first target;")
+		out = append(out, "  the others take over when it fails.")
+	}
+	out = append(out, "", st.Subtle.Render("  ? lists every key (tab out of the input first)."))
+	for _, t := range m.targets.list {
+		if !t.info.Available {
+			out = append(out, "", st.Subtle.Render("  Targets marked NO KEY need their variable set (e.g. "+t.info.Missing+")."))
+			break
+		}
+	}
+	return out
+}
+
+func (m *Model) header(w int) string {
+	st := &m.st
+	left := " " + st.Title.Render("limitscope") + " "
+	if m.opts.Simulated {
+		b := " SIMULATED "
+		if m.opts.Scenario != "" {
+			b = " SIMULATED (scenario: " + m.opts.Scenario + ") "
+		}
+		left += " " + st.Simulated.Render(b)
+	} else {
+		left += " " + st.Live.Render("LIVE")
+	}
+	right := m.stats.String() + " "
+	if m.inFlight() {
+		right = st.Accent.Render("● call in flight") + "  " + right
+	}
+	gap := w - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return fit(left, w)
+	}
+	return left + strings.Repeat(" ", gap) + st.Subtle.Render(right)
+}
+
+func (m *Model) footer(w int) string {
+	if m.status != "" {
+		if m.statusErr {
+			return fit(" "+m.st.StatusError.Render(m.status), w)
+		}
+		return fit(" "+m.st.Status.Render(m.status), w)
+	}
+	return fit(" "+m.help.ShortHelpView(helpKeys{m.keys, m}.ShortHelp()), w)
+}
