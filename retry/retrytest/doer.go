@@ -100,7 +100,7 @@ func (d *Doer) Do(ctx context.Context, req stream.Request, onText func(string)) 
 func splitWords(s string) []string {
 	var out []string
 	for s != "" {
-		i := strings.IndexByte(s[1:], ' ')
+		i := strings.IndexByte(s, ' ')
 		if i < 0 {
 			out = append(out, s)
 			break
