@@ -92,9 +92,14 @@ type PolicyResult struct {
 	Statuses map[int]int `json:"statuses"`
 }
 
-// Report is a whole bench run: `{"policies":[...]}`.
+// Report is a whole bench run: `{"policies":[...]}`, with what was run.
 type Report struct {
-	Policies []PolicyResult `json:"policies"`
+	Policies    []PolicyResult `json:"policies"`
+	Chain       []string       `json:"chain"` // "provider/model", primary first
+	Requests    int            `json:"requests"`
+	Concurrency int            `json:"concurrency"`
+	Simulated   bool           `json:"simulated"`
+	Scenario    string         `json:"scenario,omitempty"` // the simulator's scenario
 }
 
 // Validate checks a configuration before anything is sent.
@@ -127,7 +132,10 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 	if len(policies) == 0 {
 		policies = Policies()
 	}
-	rep := &Report{Policies: []PolicyResult{}}
+	rep := &Report{Policies: []PolicyResult{}, Requests: cfg.Requests, Concurrency: cfg.Concurrency}
+	for _, t := range cfg.Chain {
+		rep.Chain = append(rep.Chain, t.String())
+	}
 	var prev *stream.Limits
 	for _, p := range policies {
 		if err := ctx.Err(); err != nil {

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// The real core against a fake token bucket of 5/s, burst 5, in virtual time.
+func TestLimitscopeOnBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := EnvFunc(func(_ context.Context, p string, _ *stream.Limits) (retry.Doer, func(), error) {
+			return newBucketDoer(5, 5), func() {}, nil
+		})
+		cfg := Config{Chain: []stream.Target{target}, Requests: 120, Concurrency: 16, Rand: half()}
+		rep, err := Run(t.Context(), cfg, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := rep.Policies[0]
+		if ls.Policy != PolicyLimitscope || ls.Completed != 120 {
+			t.Fatalf("limitscope: %+v, want all 120 completed", ls)
+		}
+		for _, r := range rep.Policies {
+			checkSums(t, r)
+			t.Logf("%-11s completed %3d http %3d rejected %3d wasted %3d ratio %.3f", r.Policy, r.Completed, r.HTTPRequests, r.Rejected, r.Wasted, *r.GoodputRatio)
+			if r.Rejected < ls.Rejected {
+				t.Errorf("%s rejected %d < limitscope's %d", r.Policy, r.Rejected, ls.Rejected)
+			}
+		}
+	})
+}
+
+// After a quota error the engine sends nothing more to that account.
+func TestLimitscopeQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newBucketDoer(100, 100)
+		d.quotaAfter = 10
+		r, _ := RunPolicy(t.Context(), Config{Chain: []stream.Target{target}, Requests: 30, Concurrency: 4, Rand: half()}, PolicyLimitscope, d)
+		checkSums(t, r)
+		if r.RequestsAfterQuota != 0 {
+			t.Errorf("requests_after_quota %d, want 0", r.RequestsAfterQuota)
+		}
+		if r.Completed != 10 || r.Stopped != 20 {
+			t.Errorf("completed %d stopped %d, want 10 and 20", r.Completed, r.Stopped)
+		}
+		// At most the requests in flight when the first quota error came back.
+		if r.HTTPRequests > 10+4 {
+			t.Errorf("%d requests: more than the 10 answers plus one in flight per worker", r.HTTPRequests)
+		}
+	})
+}
