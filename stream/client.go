@@ -1,15 +1,27 @@
 package stream
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 )
 
-// Options bound what one attempt may read and how long it may wait.
+// Options bound what one attempt may read and how long it may wait. Zero
+// fields take DefaultOptions; a negative timeout or grace disables it.
 type Options struct {
 	HeaderTimeout     time.Duration // to the response headers (default 30s)
-	FirstTokenTimeout time.Duration // to the first content (default 60s)
+	FirstTokenTimeout time.Duration // from sending to the first content (default 60s)
 	StallTimeout      time.Duration // of silence on the wire, measured on raw bytes (default 30s)
 	MaxEventSize      int           // largest SSE event accepted (default 1 MiB)
 	MaxBodySize       int64         // largest error or non-stream body read (default 1 MiB)
@@ -28,6 +40,29 @@ func DefaultOptions() Options {
 	}
 }
 
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.HeaderTimeout == 0 {
+		o.HeaderTimeout = d.HeaderTimeout
+	}
+	if o.FirstTokenTimeout == 0 {
+		o.FirstTokenTimeout = d.FirstTokenTimeout
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = d.StallTimeout
+	}
+	if o.MaxEventSize <= 0 {
+		o.MaxEventSize = d.MaxEventSize
+	}
+	if o.MaxBodySize <= 0 {
+		o.MaxBodySize = d.MaxBodySize
+	}
+	if o.UsageGrace == 0 {
+		o.UsageGrace = d.UsageGrace
+	}
+	return o
+}
+
 // Client sends one attempt to one endpoint. It never retries.
 type Client struct {
 	HTTP    *http.Client     // nil: a client with no overall timeout that follows no redirect carrying credentials across hosts
@@ -35,9 +70,547 @@ type Client struct {
 	Now     func() time.Time // nil: time.Now
 }
 
+// MaxRedirects is how many redirects the default HTTP client follows.
+const MaxRedirects = 3
+
+// ErrRedirect is wrapped by the error of a redirect the default HTTP client
+// refused: too many, or one to another host (or from https to http) while
+// the request carries a credential.
+var ErrRedirect = errors.New("redirect refused")
+
+// NewHTTPClient returns the HTTP client Client uses when its HTTP field is
+// nil: no overall timeout (streams are long; Client's own timeouts bound
+// each phase), at most MaxRedirects redirects, and none to another host or
+// from https to http while the request carries a credential.
+func NewHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+}
+
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, MaxRedirects)
+	}
+	first := via[0]
+	crossHost := !strings.EqualFold(req.URL.Host, first.URL.Host) ||
+		(first.URL.Scheme == "https" && req.URL.Scheme != "https")
+	if crossHost && carriesCredential(first) {
+		return fmt.Errorf("%w: from %s to another host (%s) with an API key", ErrRedirect, first.URL.Host, req.URL.Host)
+	}
+	return nil
+}
+
+func carriesCredential(r *http.Request) bool {
+	for _, h := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
+		if r.Header.Get(h) != "" {
+			return true
+		}
+	}
+	return keyParamRE.MatchString("?" + r.URL.RawQuery)
+}
+
+// defaultHTTP is shared by every Client without its own, like
+// http.DefaultClient, so connections are reused; it is built once and its
+// settings never change.
+var defaultHTTP = sync.OnceValue(NewHTTPClient)
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return defaultHTTP()
+}
+
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// timeoutCause is why the watchdog cancelled an attempt.
+type timeoutCause struct {
+	what string
+	d    time.Duration
+}
+
+func (t *timeoutCause) Error() string { return fmt.Sprintf("%s (%s)", t.what, t.d) }
+
+// errGraceOver ends the wait for a usage chunk after the end was signalled.
+var errGraceOver = errors.New("usage grace over")
+
+// watchdog runs the attempt's timers; each cancels the attempt's context
+// with its own cause.
+type watchdog struct {
+	cancel context.CancelCauseFunc
+	o      Options
+
+	mu                          sync.Mutex
+	header, first, stall, grace *time.Timer
+	stopped                     bool
+}
+
+func (w *watchdog) arm(t **time.Timer, d time.Duration, cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || d <= 0 || *t != nil {
+		return
+	}
+	*t = time.AfterFunc(d, func() { w.cancel(cause) })
+}
+
+func (w *watchdog) disarm(t **time.Timer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if *t != nil {
+		(*t).Stop()
+	}
+}
+
+// touch restarts the stall timer: bytes arrived.
+func (w *watchdog) touch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stall != nil && !w.stopped {
+		w.stall.Reset(w.o.StallTimeout)
+	}
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	for _, t := range []*time.Timer{w.header, w.first, w.stall, w.grace} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// wireReader counts the raw bytes of a body as they arrive (so comments and
+// pings count as alive) and keeps the first ones for a snippet.
+type wireReader struct {
+	r     io.Reader
+	touch func()
+	n     int64
+	head  []byte
+}
+
+func (w *wireReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.n += int64(n)
+		if len(w.head) < SnippetSize {
+			w.head = append(w.head, p[:min(n, SnippetSize-len(w.head))]...)
+		}
+		w.touch()
+	}
+	return n, err
+}
+
+// headReader keeps the first bytes of a (decoded) body for a snippet.
+type headReader struct {
+	r    io.Reader
+	head []byte
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if n > 0 && len(h.head) < SnippetSize {
+		h.head = append(h.head, p[:min(n, SnippetSize-len(h.head))]...)
+	}
+	return n, err
+}
+
+// attempt is the state of one Do call.
+type attempt struct {
+	c        *Client
+	o        Options
+	provider string
+	dialect  Dialect
+	parent   context.Context
+	ctx      context.Context
+	wd       *watchdog
+	start    time.Time
+	res      Result
+	onText   func(string)
+	red      redactor
+}
+
 // Do sends req to ep and reads the answer to its end, calling onText (which
 // may be nil) with each text delta as it arrives. It returns the Result;
 // Result.Err is nil only when the stream signalled its own end.
 func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(string)) Result {
-	return Result{Err: &Error{Class: ClassConnection, Message: "not implemented"}}
+	red := newRedactor(ep.Key)
+	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red}
+	a.onText = func(s string) {
+		if onText != nil && s != "" {
+			onText(red.text(s))
+		}
+	}
+	res := a.run(ep, req)
+	return red.scrub(res)
+}
+
+func (a *attempt) fail(e *Error) Result {
+	if e.Status == 0 {
+		e.Status = a.res.Status
+	}
+	if e.RequestID == "" {
+		e.RequestID = a.res.RequestID
+	}
+	a.res.Err = e
+	return a.res
+}
+
+func (a *attempt) run(ep Endpoint, req Request) Result {
+	if err := a.parent.Err(); err != nil {
+		return a.fail(&Error{Class: ClassCancelled, Message: "cancelled before sending", Err: err})
+	}
+	a.provider = ep.Provider
+	if a.provider == "" {
+		a.provider = req.Target.Provider
+	}
+	a.dialect = dialectOf(a.provider)
+
+	ctx, cancel := context.WithCancelCause(a.parent)
+	defer cancel(nil)
+	a.ctx = ctx
+	a.wd = &watchdog{cancel: cancel, o: a.o}
+	defer a.wd.stop()
+
+	hreq, err := BuildRequest(ctx, ep, req)
+	if err != nil {
+		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
+	}
+	a.wd.arm(&a.wd.header, a.o.HeaderTimeout, &timeoutCause{"no response headers within the header timeout", a.o.HeaderTimeout})
+	a.wd.arm(&a.wd.first, a.o.FirstTokenTimeout, &timeoutCause{"no content within the first-token timeout", a.o.FirstTokenTimeout})
+
+	resp, err := a.c.httpClient().Do(hreq)
+	a.wd.disarm(&a.wd.header)
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return a.transportError(err)
+	}
+	defer resp.Body.Close()
+	// Belt and braces: a transport that does not abort reads on
+	// cancellation still ends when the body is closed.
+	stopClose := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	defer stopClose()
+
+	a.res.Status = resp.StatusCode
+	a.res.RequestID = requestID(resp.Header, ErrorBody{})
+	a.res.Limits = ParseLimits(a.provider, resp.Header, a.c.now())
+
+	a.wd.arm(&a.wd.stall, a.o.StallTimeout, &timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
+	wire := &wireReader{r: resp.Body, touch: a.wd.touch}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		a.wd.disarm(&a.wd.first)
+		return a.httpError(resp, wire)
+	}
+	return a.stream(resp, wire)
+}
+
+// readCause classifies a failed read or round trip by why the context
+// ended: the caller (cancelled) or one of our timers (timeout). nil when the
+// context is still live.
+func (a *attempt) readCause(err error) *Error {
+	if a.parent.Err() != nil {
+		return &Error{Class: ClassCancelled, Message: "cancelled", Err: a.parent.Err()}
+	}
+	var tc *timeoutCause
+	if cause := context.Cause(a.ctx); errors.As(cause, &tc) {
+		return &Error{Class: ClassTimeout, Message: tc.Error(), Err: err}
+	}
+	return nil
+}
+
+func (a *attempt) transportError(err error) Result {
+	if e := a.readCause(err); e != nil {
+		return a.fail(e)
+	}
+	if errors.Is(err, ErrRedirect) {
+		return a.fail(&Error{Class: ClassCaller, Message: a.red.text(err.Error()), Err: err})
+	}
+	return a.fail(&Error{Class: ClassConnection, Message: "no response: " + a.red.text(err.Error()), Err: err})
+}
+
+// readLimited reads at most limit bytes, reporting whether there was more.
+func readLimited(r io.Reader, limit int64) ([]byte, bool, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(data)) > limit {
+		return data[:limit], true, err
+	}
+	return data, false, err
+}
+
+func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
+	body, _, derr := decodeBody(resp, wire)
+	if derr != nil {
+		e := ParseError(a.provider, resp.StatusCode, resp.Header, nil, a.c.now())
+		e.Message = fmt.Sprintf("HTTP %d; %v", resp.StatusCode, derr)
+		e.Snippet = snippet(wire.head)
+		return a.fail(e)
+	}
+	data, tooBig, err := readLimited(body, a.o.MaxBodySize)
+	if err != nil {
+		if e := a.readCause(err); e != nil && e.Class == ClassCancelled {
+			return a.fail(e)
+		}
+		// A cut or slow error body still has a status to classify by.
+	}
+	e := ParseError(a.provider, resp.StatusCode, resp.Header, data, a.c.now())
+	switch {
+	case tooBig:
+		e.Message = fmt.Sprintf("error body larger than MaxBodySize (%d bytes); not read", a.o.MaxBodySize)
+		e.Snippet = snippet(data)
+	case err != nil && !ParseErrorBody(data).Found:
+		e.Message = fmt.Sprintf("HTTP %d; error body unreadable: %s", resp.StatusCode, a.red.text(err.Error()))
+		e.Err = err
+		if len(data) > 0 {
+			e.Snippet = snippet(data)
+		}
+	}
+	if e.RequestID != "" {
+		a.res.RequestID = e.RequestID
+	}
+	return a.fail(e)
+}
+
+// decodeBody undoes a Content-Encoding the server applied although none was
+// asked for. Only gzip is understood.
+func decodeBody(resp *http.Response, wire io.Reader) (io.Reader, string, error) {
+	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	switch enc {
+	case "", "identity":
+		return wire, "", nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return nil, enc, fmt.Errorf("body claims gzip but does not decode: %w", err)
+		}
+		return &gzipErrReader{zr}, enc, nil
+	}
+	return nil, enc, fmt.Errorf("unsupported Content-Encoding %q", sanitize(enc, 64))
+}
+
+// errUndecodable marks a body whose bytes could not be decoded.
+var errUndecodable = errors.New("body does not decode")
+
+type gzipErrReader struct{ zr *gzip.Reader }
+
+func (g *gzipErrReader) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF && !errors.Is(err, context.Canceled) {
+		var tc *timeoutCause
+		if !errors.As(err, &tc) {
+			err = fmt.Errorf("%w: gzip: %w", errUndecodable, err)
+		}
+	}
+	return n, err
+}
+
+func mediaType(h http.Header) string {
+	ct := h.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// sniff returns the first byte that is not whitespace or a BOM, reading
+// (and keeping buffered) as little as needed.
+func sniff(br *bufio.Reader) (byte, error) {
+	for i := 1; i <= 512; i++ {
+		b, err := br.Peek(i)
+		if len(b) < i {
+			return 0, err
+		}
+		if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) && i <= 3 {
+			continue
+		}
+		if c := b[i-1]; c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c, nil
+		}
+	}
+	return ' ', nil
+}
+
+func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
+	body, _, derr := decodeBody(resp, wire)
+	if derr != nil {
+		return a.fail(&Error{Class: ClassServer, Message: derr.Error(), Snippet: snippet(wire.head), Err: derr})
+	}
+	head := &headReader{r: body}
+	mt := mediaType(resp.Header)
+	var r io.Reader = head
+	if mt == "text/html" {
+		return a.notStream(head, "an HTML page came back where an SSE stream was expected (a proxy, a captive portal or a wrong base URL?)")
+	}
+	if mt != "text/event-stream" {
+		br := bufio.NewReader(head)
+		first, err := sniff(br)
+		if err != nil && err != io.EOF {
+			if e := a.readCause(err); e != nil {
+				return a.fail(e)
+			}
+			return a.fail(a.cutError(err, wire))
+		}
+		switch {
+		case first == '<':
+			return a.notStream(br, "an HTML page came back where an SSE stream was expected (a proxy, a captive portal or a wrong base URL?)")
+		case a.dialect != DialectGemini && (mt == "application/json" || first == '{' || first == '['):
+			return a.jsonInsteadOfStream(br, head)
+		}
+		r = br
+	}
+	if a.dialect == DialectGemini {
+		r = newGeminiBareReader(r)
+	}
+	return a.readEvents(r, wire, head)
+}
+
+// notStream reports a 200 whose body is plainly not an SSE stream.
+func (a *attempt) notStream(r io.Reader, why string) Result {
+	data, _, _ := readLimited(r, SnippetSize)
+	return a.fail(&Error{Class: ClassServer, Message: why, Snippet: snippet(data)})
+}
+
+// jsonInsteadOfStream reads a JSON body sent where a stream was asked for.
+// An error envelope in it is classified like an error inside a stream (by
+// what its body says); anything else is a server error.
+func (a *attempt) jsonInsteadOfStream(r io.Reader, head *headReader) Result {
+	data, tooBig, err := readLimited(r, a.o.MaxBodySize)
+	if err != nil {
+		if e := a.readCause(err); e != nil {
+			return a.fail(e)
+		}
+	}
+	b := ParseErrorBody(data)
+	if !tooBig && b.Found {
+		e := buildError(a.provider, b.impliedStatus(), b, nil, a.c.now())
+		e.Snippet = snippet(data)
+		if e.RequestID != "" {
+			a.res.RequestID = e.RequestID
+		}
+		return a.fail(e)
+	}
+	msg := "a JSON body came back where an SSE stream was expected"
+	if tooBig {
+		msg = fmt.Sprintf("a JSON body larger than MaxBodySize (%d bytes) came back where an SSE stream was expected", a.o.MaxBodySize)
+	}
+	return a.fail(&Error{Class: ClassServer, Message: msg, Snippet: snippet(head.head)})
+}
+
+func (a *attempt) cutError(err error, wire *wireReader) *Error {
+	e := &Error{Class: ClassConnection, MidStream: true, Err: err}
+	if wire.n == 0 {
+		e.Message = "the connection ended after the headers, before any data: " + a.red.text(err.Error())
+	} else {
+		e.Message = "the stream was cut before its end: " + a.red.text(err.Error())
+	}
+	return e
+}
+
+// readEvents decodes the SSE stream with the dialect until its end signal.
+func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Result {
+	dec := newDecoder(a.dialect)
+	var (
+		text       strings.Builder
+		finished   bool
+		recognized bool
+		gotContent bool
+		readErr    error
+		midErr     *ErrorBody
+	)
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: a.o.MaxEventSize}) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		s := dec.handle(ev.Type, ev.Data)
+		recognized = recognized || s.recognize
+		if s.progress && !gotContent {
+			gotContent = true
+			a.res.TTFT = a.c.now().Sub(a.start)
+			a.wd.disarm(&a.wd.first)
+		}
+		if s.text != "" {
+			text.WriteString(s.text)
+			a.wd.disarm(&a.wd.stall) // time in onText is not silence on the wire
+			a.onText(s.text)
+			a.wd.touch()
+		}
+		if s.err != nil {
+			midErr = s.err
+			break
+		}
+		if s.finished && !finished {
+			finished = true
+			a.wd.disarm(&a.wd.first)
+			if a.o.UsageGrace < 0 {
+				break
+			}
+			a.wd.arm(&a.wd.grace, a.o.UsageGrace, errGraceOver)
+		}
+		if s.done {
+			break
+		}
+	}
+	st := dec.state()
+	a.res.Text = text.String()
+	a.res.FinishReason = st.finish
+	a.res.Usage = st.usage
+	a.res.Model = st.model
+
+	switch {
+	case midErr != nil:
+		e := buildError(a.provider, midErr.impliedStatus(), *midErr, nil, a.c.now())
+		e.Status = a.res.Status
+		e.MidStream = true
+		if e.Message == "" {
+			e.Message = "error inside the stream"
+		}
+		return a.fail(e)
+	case finished:
+		// The end was signalled; a cut, stall or the grace ending while
+		// waiting for the usage chunk costs nothing.
+		return a.res
+	case readErr != nil:
+		if e := a.readCause(readErr); e != nil {
+			e.MidStream = wire.n > 0
+			return a.fail(e)
+		}
+		if errors.Is(readErr, bufio.ErrTooLong) {
+			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
+				Message: fmt.Sprintf("an SSE event was larger than MaxEventSize (%d bytes)", a.o.MaxEventSize)})
+		}
+		if errors.Is(readErr, errUndecodable) {
+			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
+				Message: a.red.text(readErr.Error()), Snippet: snippet(wire.head)})
+		}
+		return a.fail(a.cutError(readErr, wire))
+	case !recognized && len(head.head) > 0:
+		return a.fail(&Error{Class: ClassServer, Snippet: snippet(head.head),
+			Message: fmt.Sprintf("the body is not a %s SSE stream", a.dialect)})
+	case !recognized:
+		return a.fail(&Error{Class: ClassConnection, MidStream: true,
+			Message: "the stream ended before any event"})
+	}
+	return a.fail(&Error{Class: ClassConnection, MidStream: true,
+		Message: fmt.Sprintf("the stream ended before its end signal (%s)", endSignal(a.dialect))})
+}
+
+func endSignal(d Dialect) string {
+	switch d {
+	case DialectAnthropic:
+		return "message_stop"
+	case DialectGemini:
+		return "finishReason"
+	}
+	return "finish_reason"
 }

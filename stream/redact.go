@@ -1,0 +1,146 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// redacted replaces a credential wherever one would have been printed.
+const redacted = "[redacted]"
+
+// keyParamRE matches credential-bearing query parameters in any URL inside a
+// text (Gemini's ?key=, and the usual token spellings).
+var keyParamRE = regexp.MustCompile(`(?i)([?&;](?:key|api[-_]?key|x-goog-api-key|access[-_]token|token|sig|signature)=)[^&\s"'<>#]*`)
+
+// RedactURL replaces the value of every credential-bearing query parameter
+// (?key=, api_key=, access_token=, ...) in s, wherever a URL appears in it.
+func RedactURL(s string) string {
+	if !strings.Contains(s, "=") {
+		return s
+	}
+	return keyParamRE.ReplaceAllString(s, "${1}"+redacted)
+}
+
+// redactor scrubs one attempt's key and any ?key= URL from text.
+type redactor struct{ key string }
+
+func newRedactor(k Secret) redactor {
+	key := k.Reveal()
+	if len(key) < 4 { // too short to scrub without mangling ordinary text
+		key = ""
+	}
+	return redactor{key: key}
+}
+
+func (r redactor) text(s string) string {
+	s = RedactURL(s)
+	if r.key != "" && strings.Contains(s, r.key) {
+		s = strings.ReplaceAll(s, r.key, redacted)
+	}
+	return s
+}
+
+// err wraps err so that its text is scrubbed; errors.Is and errors.As still
+// see the original.
+func (r redactor) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *redactedError
+	if errors.As(err, &re) && re.err == err {
+		return err
+	}
+	return &redactedError{msg: r.text(err.Error()), err: err}
+}
+
+// scrub cleans every printable field of a Result.
+func (r redactor) scrub(res Result) Result {
+	res.Text = r.text(res.Text)
+	res.RequestID = sanitize(r.text(res.RequestID), 200)
+	res.Model = sanitize(r.text(res.Model), 200)
+	res.FinishReason = sanitize(r.text(res.FinishReason), 200)
+	if e := res.Err; e != nil {
+		e.Code = sanitize(r.text(e.Code), 200)
+		e.Message = sanitize(r.text(e.Message), maxMessage)
+		e.QuotaID = sanitize(r.text(e.QuotaID), 200)
+		e.RequestID = sanitize(r.text(e.RequestID), 200)
+		e.Snippet = r.text(e.Snippet)
+		e.Err = r.err(e.Err)
+	}
+	return res
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// maxMessage bounds an error message kept from a body.
+const maxMessage = 4096
+
+// sanitize makes s safe to print on a terminal: invalid UTF-8 becomes
+// U+FFFD, control characters other than newline and tab are dropped (no
+// escape sequences reach the screen), and the result is at most max bytes.
+func sanitize(s string, max int) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean && len(s) <= max {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// SnippetSize is how many bytes of an unexpected body Error.Snippet shows.
+const SnippetSize = 256
+
+// snippet renders the first bytes of a body for a person: printable UTF-8 is
+// kept, anything else (control bytes, invalid UTF-8, binary) is written as
+// \xNN, so nothing reaching a terminal can act as an escape sequence.
+func snippet(b []byte) string {
+	if len(b) > SnippetSize {
+		b = b[:SnippetSize]
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		case r == '\n' || r == '\t':
+			sb.WriteRune(r)
+		case r == '\r':
+			sb.WriteString(`\r`)
+		case unicode.IsControl(r):
+			for _, c := range b[:n] {
+				fmt.Fprintf(&sb, `\x%02x`, c)
+			}
+		default:
+			sb.WriteString(string(b[:n]))
+		}
+		b = b[n:]
+	}
+	return sb.String()
+}

@@ -1,0 +1,44 @@
+package stream
+
+import "context"
+
+// Router sends each request to its provider's endpoint. It satisfies the
+// retry package's Doer.
+type Router struct {
+	Client    *Client             // nil: a Client with the defaults
+	Endpoints map[string]Endpoint // by provider name
+}
+
+// Do sends req to the endpoint of its target's provider. A provider with no
+// endpoint is a caller error naming the key variable to set.
+func (r Router) Do(ctx context.Context, req Request, onText func(string)) Result {
+	ep, ok := r.Endpoints[req.Target.Provider]
+	if !ok {
+		var msg string
+		if p, known := lookupProvider(req.Target.Provider); known {
+			msg = (&MissingKeyError{Provider: p.Name, Vars: p.KeyEnv}).Error()
+		} else {
+			msg = "unknown provider " + req.Target.Provider
+		}
+		return Result{Err: &Error{Class: ClassCaller, Message: msg}}
+	}
+	c := r.Client
+	if c == nil {
+		c = &Client{}
+	}
+	return c.Do(ctx, ep, req, onText)
+}
+
+// Scope returns the cooldown key of a quota stop: "account:<provider>:<key
+// fingerprint>" for ScopeAccount (never the key itself),
+// "target:<provider>/<model>" for ScopeTarget, "" otherwise.
+func (r Router) Scope(t Target, s Scope) string {
+	switch s {
+	case ScopeAccount:
+		ep := r.Endpoints[t.Provider]
+		return "account:" + t.Provider + ":" + ep.Key.Fingerprint()
+	case ScopeTarget:
+		return "target:" + t.String()
+	}
+	return ""
+}
