@@ -1,0 +1,229 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/limitscope/limitscope/retry"
+)
+
+// Cooldowns keeps quota cooldowns in the history file, so a stop and its
+// reset survive restarts and are seen by every limitscope process. It
+// implements retry.Cooldowns and is safe for concurrent use. Each call opens
+// the file for one transaction; when the file cannot be written the
+// cooldown is kept in memory and written by a later call.
+type Cooldowns struct {
+	path    string
+	timeout time.Duration
+	now     func() time.Time
+	file    *sync.Mutex
+
+	mu      sync.Mutex
+	mem     map[string]retry.Cooldown // set here but not yet written
+	cleared map[string]bool           // cleared here but not yet written
+}
+
+var _ retry.Cooldowns = (*Cooldowns)(nil)
+
+// NewCooldowns returns the cooldowns of the file at path. Use
+// Recorder.Cooldowns instead when the process also records.
+func NewCooldowns(path string, opts Options) *Cooldowns {
+	opts.fill()
+	return &Cooldowns{path: path, timeout: opts.LockTimeout, now: opts.Now, file: &sync.Mutex{}, mem: map[string]retry.Cooldown{}}
+}
+
+func encodeCooldown(c *retry.Cooldown) ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode cooldown: %w", err)
+	}
+	return append([]byte{SchemaVersion}, b...), nil
+}
+
+func decodeCooldown(v []byte) (retry.Cooldown, error) {
+	var c retry.Cooldown
+	if len(v) == 0 {
+		return c, errors.New("empty cooldown record")
+	}
+	if v[0] > SchemaVersion {
+		return c, newerRecordError(v[0])
+	}
+	if err := json.Unmarshal(v[1:], &c); err != nil {
+		return c, fmt.Errorf("decode cooldown: %w", err)
+	}
+	return c, nil
+}
+
+// Get returns the cooldown of scope, if one is recorded.
+func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
+	s.mu.Lock()
+	if c, ok := s.mem[scope]; ok {
+		s.mu.Unlock()
+		return c, true, nil
+	}
+	if s.cleared[scope] {
+		s.mu.Unlock()
+		return retry.Cooldown{}, false, nil
+	}
+	s.mu.Unlock()
+	var c retry.Cooldown
+	var found bool
+	s.file.Lock()
+	defer s.file.Unlock()
+	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		b := tx.Bucket(bCooldowns)
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(scope))
+		if v == nil {
+			return nil
+		}
+		var err error
+		c, err = decodeCooldown(v)
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		return retry.Cooldown{}, false, fmt.Errorf("cooldown %s: %w", scope, err)
+	}
+	return c, found, nil
+}
+
+// Set records a cooldown, replacing any of the same scope.
+func (s *Cooldowns) Set(c retry.Cooldown) error {
+	if c.Scope == "" {
+		return errors.New("cooldown without a scope")
+	}
+	s.mu.Lock()
+	s.mem[c.Scope] = c
+	delete(s.cleared, c.Scope)
+	s.mu.Unlock()
+	return s.sync()
+}
+
+// Clear ends the cooldown of scope.
+func (s *Cooldowns) Clear(scope string) error {
+	s.mu.Lock()
+	delete(s.mem, scope)
+	if s.cleared == nil {
+		s.cleared = map[string]bool{}
+	}
+	s.cleared[scope] = true
+	s.mu.Unlock()
+	return s.sync()
+}
+
+// ClearAll ends every cooldown and returns how many there were.
+func (s *Cooldowns) ClearAll() (int, error) {
+	s.mu.Lock()
+	s.mem = map[string]retry.Cooldown{}
+	s.cleared = nil
+	s.mu.Unlock()
+	n := 0
+	s.file.Lock()
+	defer s.file.Unlock()
+	err := update(s.path, s.timeout, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bCooldowns)
+		var keys [][]byte
+		_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("clear cooldowns: %w", err)
+	}
+	return n, nil
+}
+
+// sync writes the pending sets and clears; they stay pending on error.
+func (s *Cooldowns) sync() error {
+	s.mu.Lock()
+	mem := maps.Clone(s.mem)
+	cleared := maps.Clone(s.cleared)
+	s.mu.Unlock()
+	s.file.Lock()
+	defer s.file.Unlock()
+	err := update(s.path, s.timeout, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bCooldowns)
+		for scope := range cleared {
+			if err := b.Delete([]byte(scope)); err != nil {
+				return err
+			}
+		}
+		for _, c := range mem {
+			v, err := encodeCooldown(&c)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(c.Scope), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save cooldowns (kept in memory): %w", err)
+	}
+	s.mu.Lock()
+	for k, c := range mem {
+		if cur, ok := s.mem[k]; ok && cur == c {
+			delete(s.mem, k)
+		}
+	}
+	for k := range cleared {
+		if _, set := s.mem[k]; !set {
+			delete(s.cleared, k)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// List returns every recorded cooldown, active or not, sorted by scope.
+func (s *Cooldowns) List() ([]retry.Cooldown, error) {
+	out := map[string]retry.Cooldown{}
+	s.file.Lock()
+	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bCooldowns) == nil {
+			return nil
+		}
+		return tx.Bucket(bCooldowns).ForEach(func(k, v []byte) error {
+			c, err := decodeCooldown(v)
+			if err != nil {
+				return fmt.Errorf("cooldown %q: %w", k, err)
+			}
+			out[c.Scope] = c
+			return nil
+		})
+	})
+	s.file.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("list cooldowns: %w", err)
+	}
+	s.mu.Lock()
+	for k := range s.cleared {
+		delete(out, k)
+	}
+	maps.Copy(out, s.mem)
+	s.mu.Unlock()
+	list := slices.Collect(maps.Values(out))
+	slices.SortFunc(list, func(a, b retry.Cooldown) int { return strings.Compare(a.Scope, b.Scope) })
+	return list, nil
+}

@@ -1,0 +1,284 @@
+// Package store is limitscope's attempt history: sessions, calls, attempts
+// and their text in one bbolt file, plus the cooldowns that outlive a process.
+//
+// Nobody holds the file while idle: every batch opens it, runs one
+// transaction and closes it, so a TUI, a `send` and a `history` in other
+// terminals share it. A Recorder queues the engine's events and commits them
+// in batches (and at every call's end) off the caller's path; when the file
+// stays locked it warns once and keeps the events in memory until a later
+// try succeeds.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Bucket names.
+var (
+	bMeta      = []byte("meta")
+	bSessions  = []byte("sessions")
+	bCalls     = []byte("calls")
+	bIDs       = []byte("ids")
+	bAttempts  = []byte("attempts")
+	bText      = []byte("text")
+	bCooldowns = []byte("cooldowns")
+
+	allBuckets = [][]byte{bMeta, bSessions, bCalls, bIDs, bAttempts, bText, bCooldowns}
+
+	metaApp    = []byte("app")
+	metaSchema = []byte("schema")
+	appName    = []byte("limitscope-history")
+)
+
+// DefaultLockTimeout is how long an open waits for another process's lock.
+const DefaultLockTimeout = 2 * time.Second
+
+// The kinds of FileError; test with errors.Is.
+var (
+	ErrLocked  = errors.New("history file is locked by another limitscope process")
+	ErrCorrupt = errors.New("history file is corrupt")
+	ErrForeign = errors.New("not a limitscope history file")
+	ErrNewer   = errors.New("history file was written by a newer limitscope")
+)
+
+// FileError says what is wrong with the history file, and what to do.
+type FileError struct {
+	Path   string
+	Kind   error // ErrLocked, ErrCorrupt, ErrForeign or ErrNewer
+	Schema int   // the file's schema, for ErrNewer
+	Err    error // the detail, may be nil
+}
+
+func (e *FileError) Error() string {
+	switch e.Kind {
+	case ErrLocked:
+		return fmt.Sprintf("history file %s is locked by another limitscope process; the records are kept in memory and written later", e.Path)
+	case ErrCorrupt:
+		return fmt.Sprintf("history file %s is corrupt (%v); it was left untouched: run `limitscope history repair` to copy what is readable into a fresh file", e.Path, e.Err)
+	case ErrForeign:
+		return fmt.Sprintf("%s is not a limitscope history file; it was left untouched: point --db or LIMITSCOPE_DB at another path", e.Path)
+	case ErrNewer:
+		return fmt.Sprintf("history file %s was written by a newer limitscope (schema %d; this one reads up to %d); it was left untouched: upgrade limitscope, or use --db for another file", e.Path, e.Schema, SchemaVersion)
+	}
+	return fmt.Sprintf("history file %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the kind and the detail.
+func (e *FileError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// newerRecordError is a record whose version this binary cannot read.
+func newerRecordError(v byte) error {
+	return &FileError{Kind: ErrNewer, Schema: int(v)}
+}
+
+// openDB opens the file for one batch. A read-only open of a missing file
+// returns an error wrapping os.ErrNotExist and creates nothing. The open
+// retries when the path was replaced (by repair or compaction) while it
+// waited for the lock, so nothing is ever written to an unlinked file.
+func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err error) {
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	if write {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("history directory: %w", err)
+		}
+	}
+	for range 5 {
+		before, statErr := os.Stat(path)
+		if statErr != nil && !write {
+			return nil, fmt.Errorf("history file %s: %w", path, statErr)
+		}
+		var f *os.File
+		opts := &bolt.Options{
+			Timeout:      timeout,
+			ReadOnly:     !write,
+			NoStatistics: true,
+			OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+				var err error
+				f, err = os.OpenFile(name, flag, mode)
+				return f, err
+			},
+		}
+		db, err = safeOpen(path, opts)
+		if err != nil {
+			return nil, classifyOpenError(path, err)
+		}
+		// Same file as the path names now? A rename while we waited means
+		// the file we hold is no longer the history.
+		now, err1 := os.Stat(path)
+		held, err2 := f.Stat()
+		if err1 == nil && err2 == nil && os.SameFile(now, held) && (statErr != nil || os.SameFile(before, now)) {
+			return db, nil
+		}
+		_ = db.Close()
+	}
+	return nil, fmt.Errorf("history file %s: replaced repeatedly while opening", path)
+}
+
+func safeOpen(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %v", berrors.ErrInvalid, r)
+		}
+	}()
+	return bolt.Open(path, 0o600, opts)
+}
+
+func classifyOpenError(path string, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return &FileError{Path: path, Kind: ErrLocked, Err: err}
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return &FileError{Path: path, Kind: ErrCorrupt, Err: err}
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("history file %s: %w", path, err)
+	}
+	// bbolt reports short or mangled files with plain errors ("file size too
+	// small", page size checks): anything else from Open is the file's fault.
+	return &FileError{Path: path, Kind: ErrCorrupt, Err: err}
+}
+
+// fileSchema reads the file's schema: 0 with empty for a file with no
+// bucket at all (new), an error for a foreign, corrupt or newer file.
+func fileSchema(tx *bolt.Tx, path string) (schema int, empty bool, err error) {
+	m := tx.Bucket(bMeta)
+	if m == nil {
+		any := false
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { any = true; return errStop })
+		if any {
+			return 0, false, &FileError{Path: path, Kind: ErrForeign}
+		}
+		return 0, true, nil
+	}
+	if string(m.Get(metaApp)) != string(appName) {
+		return 0, false, &FileError{Path: path, Kind: ErrForeign}
+	}
+	v, n := binary.Uvarint(m.Get(metaSchema))
+	if n <= 0 {
+		return 0, false, &FileError{Path: path, Kind: ErrCorrupt, Err: errors.New("no schema version")}
+	}
+	if v > SchemaVersion {
+		return int(v), false, &FileError{Path: path, Kind: ErrNewer, Schema: int(v)}
+	}
+	return int(v), false, nil
+}
+
+var errStop = errors.New("stop")
+
+// prepareWrite makes the file ready for a write transaction: creates the
+// buckets of a new file, migrates an older one, and refuses foreign, newer
+// or corrupt ones without writing.
+func prepareWrite(tx *bolt.Tx, path string) error {
+	schema, empty, err := fileSchema(tx, path)
+	if err != nil {
+		return err
+	}
+	if empty {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		m := tx.Bucket(bMeta)
+		if err := m.Put(metaApp, appName); err != nil {
+			return fmt.Errorf("write meta: %w", err)
+		}
+		return m.Put(metaSchema, binary.AppendUvarint(nil, SchemaVersion))
+	}
+	if schema < SchemaVersion {
+		if err := migrate(tx, schema); err != nil {
+			return fmt.Errorf("migrate history from schema %d: %w", schema, err)
+		}
+	}
+	for _, b := range allBuckets {
+		if tx.Bucket(b) == nil {
+			return &FileError{Path: path, Kind: ErrCorrupt, Err: fmt.Errorf("bucket %s missing", b)}
+		}
+	}
+	return nil
+}
+
+// update runs fn in one write transaction on a freshly opened file and
+// closes it. Panics from a corrupt page are turned into a FileError.
+func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
+	db, err := openDB(path, true, timeout)
+	if err != nil {
+		return err
+	}
+	err = guard(path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			if err := prepareWrite(tx, path); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	})
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close history: %w", cerr)
+	}
+	return err
+}
+
+// view runs fn in one read transaction. A missing file is an empty history:
+// fn runs with a nil tx. An older schema is read as it is (records carry
+// their own version).
+func view(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
+	db, err := openDB(path, false, timeout)
+	if errors.Is(err, os.ErrNotExist) {
+		return fn(nil)
+	}
+	if err != nil {
+		return err
+	}
+	err = guard(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			_, empty, err := fileSchema(tx, path)
+			if err != nil {
+				return err
+			}
+			if empty {
+				return fn(nil)
+			}
+			return fn(tx)
+		})
+	})
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close history: %w", cerr)
+	}
+	return err
+}
+
+// guard turns a bbolt panic on a corrupt page into an error, and names the
+// file in a FileError that lacks it.
+func guard(path string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &FileError{Path: path, Kind: ErrCorrupt, Err: fmt.Errorf("%v", r)}
+		}
+		var fe *FileError
+		if errors.As(err, &fe) && fe.Path == "" {
+			fe.Path = path
+		}
+	}()
+	return fn()
+}
+
+// putSorted writes a batch in key order with buckets filled to 100%: the
+// keys are time-ordered, so pages are appended and never split half-full.
+func bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	b := tx.Bucket(name)
+	if b != nil {
+		b.FillPercent = 1.0
+	}
+	return b
+}

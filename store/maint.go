@@ -1,0 +1,370 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const pruneChunkSize = 5000
+
+// pruneOnce deletes up to limit calls (with their attempts, text and id)
+// that started before cutoff, and sessions that ended before it, in one
+// transaction. It returns the number of calls deleted.
+func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) (int, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	n := 0
+	err := update(path, timeout, func(tx *bolt.Tx) error {
+		end := makeKey(cutoff, 0)
+		calls, ids := tx.Bucket(bCalls), tx.Bucket(bIDs)
+		attempts, text := tx.Bucket(bAttempts), tx.Bucket(bText)
+		var keys [][]byte
+		c := calls.Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0 && len(keys) < limit; k, _ = c.Next() {
+			keys = append(keys, slices.Clone(k))
+		}
+		for _, k := range keys {
+			for _, b := range []*bolt.Bucket{attempts, text} {
+				var sub [][]byte
+				bc := b.Cursor()
+				for sk, _ := bc.Seek(k); sk != nil && bytes.HasPrefix(sk, k); sk, _ = bc.Next() {
+					sub = append(sub, slices.Clone(sk))
+				}
+				for _, sk := range sub {
+					if err := b.Delete(sk); err != nil {
+						return err
+					}
+				}
+			}
+			if err := ids.Delete(seqKey(keySeq(k))); err != nil {
+				return err
+			}
+			if err := calls.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		if n >= limit {
+			return nil
+		}
+		sessions := tx.Bucket(bSessions)
+		var old [][]byte
+		sc := sessions.Cursor()
+		for k, v := sc.First(); k != nil && bytes.Compare(k, end) < 0; k, v = sc.Next() {
+			s, err := decodeSession(k, v)
+			if err != nil || (!s.Ended.IsZero() && s.Ended.Before(cutoff)) {
+				old = append(old, slices.Clone(k))
+			}
+		}
+		for _, k := range old {
+			if err := sessions.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Prune deletes calls that started more than keep ago (now minus keep), in
+// small transactions so other processes are never held up for long. It
+// returns how many calls were deleted. The file does not shrink: see Compact.
+func Prune(ctx context.Context, path string, keep time.Duration, now time.Time, timeout time.Duration) (int, error) {
+	if keep <= 0 {
+		return 0, nil
+	}
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := pruneOnce(path, timeout, now.Add(-keep), pruneChunkSize)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune history: %w", err)
+		}
+		if n < pruneChunkSize {
+			return total, nil
+		}
+	}
+}
+
+// CompactResult reports a compaction.
+type CompactResult struct {
+	Before int64 `json:"bytes_before"`
+	After  int64 `json:"bytes_after"`
+}
+
+// Compact rewrites the file without its free pages, giving space back to
+// the disk. It holds the file's lock throughout, so writers wait (and
+// reopen the new file afterwards).
+func Compact(ctx context.Context, path string, timeout time.Duration) (CompactResult, error) {
+	var res CompactResult
+	fi, err := os.Stat(path)
+	if err != nil {
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	res.Before = fi.Size()
+	src, err := openDB(path, true, timeout)
+	if err != nil {
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	defer func() { _ = src.Close() }()
+	err = guard(path, func() error {
+		return src.View(func(tx *bolt.Tx) error {
+			_, empty, err := fileSchema(tx, path)
+			if err == nil && empty {
+				err = errors.New("nothing to compact")
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	tmp := path + ".compact-tmp"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: timeout, NoStatistics: true})
+	if err != nil {
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	err = guard(path, func() error { return bolt.Compact(dst, src, 64<<20) })
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return res, fmt.Errorf("compact history: %w", err)
+	}
+	syncDir(filepath.Dir(path))
+	if fi, err := os.Stat(path); err == nil {
+		res.After = fi.Size()
+	}
+	return res, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// RepairResult reports what repair copied.
+type RepairResult struct {
+	Kept     string         `json:"kept"` // where the old file now is
+	Copied   map[string]int `json:"copied"`
+	Skipped  map[string]int `json:"skipped"`
+	Problems []string       `json:"problems,omitempty"`
+}
+
+// looksLikeBolt reports whether a bbolt meta page's magic number is where
+// bbolt puts it, in the first or second meta page.
+func looksLikeBolt(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10+32)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	buf = buf[:n]
+	const magic = 0xED0CDAED
+	for _, off := range []int{16, 4096 + 16, 8192 + 16, 16384 + 16, 65536 + 16} {
+		if off+4 <= len(buf) && binary.LittleEndian.Uint32(buf[off:]) == magic {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Repair copies every readable record of a damaged history file into a
+// fresh one, keeps the old file beside it (history.db.broken-TIME), and
+// puts the fresh one in its place. A file that is not a bbolt file at all,
+// or a healthy file of another program, is refused and left as it is.
+func Repair(ctx context.Context, path string, now time.Time, timeout time.Duration) (RepairResult, error) {
+	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}}
+	ok, err := looksLikeBolt(path)
+	if err != nil {
+		return res, fmt.Errorf("repair history: %w", err)
+	}
+	if !ok {
+		return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign, Err: errors.New("no bbolt header")})
+	}
+	src, openErr := openDB(path, false, timeout)
+	if errors.Is(openErr, ErrLocked) {
+		return res, fmt.Errorf("repair history: %w", openErr)
+	}
+	if src != nil {
+		defer func() { _ = src.Close() }()
+	} else {
+		res.Problems = append(res.Problems, openErr.Error())
+	}
+
+	type rec struct{ k, v []byte }
+	data := map[string][]rec{}
+	seqs := map[string]uint64{}
+	var schema []byte
+	if src != nil {
+		foreign := false
+		_ = guard(path, func() error {
+			return src.View(func(tx *bolt.Tx) error {
+				if m := tx.Bucket(bMeta); m != nil {
+					if string(m.Get(metaApp)) != string(appName) {
+						foreign = true
+					}
+					schema = slices.Clone(m.Get(metaSchema))
+				} else {
+					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+						if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
+							foreign = true
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+		})
+		if foreign {
+			return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign})
+		}
+		for _, name := range allBuckets[1:] {
+			bname := string(name)
+			err := guard(path, func() error {
+				return src.View(func(tx *bolt.Tx) error {
+					b := tx.Bucket(name)
+					if b == nil {
+						return nil
+					}
+					seqs[bname] = b.Sequence()
+					c := b.Cursor()
+					for k, v := c.First(); k != nil; k, v = c.Next() {
+						if ctx.Err() != nil {
+							return ctx.Err()
+						}
+						if v == nil || !validRecord(name, k, v) {
+							res.Skipped[bname]++
+							continue
+						}
+						data[bname] = append(data[bname], rec{slices.Clone(k), slices.Clone(v)})
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: stopped at a damaged page: %v", bname, err))
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	tmp := path + ".repair-tmp"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: timeout, NoStatistics: true})
+	if err != nil {
+		return res, fmt.Errorf("repair history: %w", err)
+	}
+	err = dst.Update(func(tx *bolt.Tx) error {
+		if err := prepareWrite(tx, tmp); err != nil {
+			return err
+		}
+		if len(schema) > 0 {
+			if v, n := binary.Uvarint(schema); n > 0 && v <= SchemaVersion {
+				if err := tx.Bucket(bMeta).Put(metaSchema, schema); err != nil {
+					return err
+				}
+			}
+		}
+		for _, name := range allBuckets[1:] {
+			b := tx.Bucket(name)
+			b.FillPercent = 1.0
+			var maxSeq uint64
+			for _, r := range data[string(name)] {
+				if err := b.Put(r.k, r.v); err != nil {
+					return err
+				}
+				if string(name) == string(bCalls) || string(name) == string(bSessions) {
+					maxSeq = max(maxSeq, uint64(keySeq(r.k)))
+				}
+				res.Copied[string(name)]++
+			}
+			if err := b.SetSequence(max(seqs[string(name)], maxSeq)); err != nil {
+				return err
+			}
+		}
+		// Rebuild the id index from the calls that survived.
+		if string(schema) != string(binary.AppendUvarint(nil, 1)) {
+			ids := tx.Bucket(bIDs)
+			for _, r := range data[string(bCalls)] {
+				if err := ids.Put(seqKey(keySeq(r.k)), r.k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return res, fmt.Errorf("repair history: %w", err)
+	}
+	res.Kept = fmt.Sprintf("%s.broken-%s", path, now.UTC().Format("20060102T150405Z"))
+	// Link first: the path always names a file, never nothing.
+	if err := os.Link(path, res.Kept); err != nil {
+		_ = os.Remove(tmp)
+		return res, fmt.Errorf("repair history: keep the old file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(res.Kept)
+		_ = os.Remove(tmp)
+		return res, fmt.Errorf("repair history: %w", err)
+	}
+	syncDir(filepath.Dir(path))
+	return res, nil
+}
+
+// validRecord reports whether a record decodes.
+func validRecord(bucket, k, v []byte) bool {
+	switch string(bucket) {
+	case string(bCalls):
+		_, err := decodeCall(k, v, false)
+		return err == nil && len(k) == keyLen
+	case string(bAttempts):
+		_, err := decodeAttempt(k, v, keyTime(k))
+		return err == nil && len(k) == keyLen+2
+	case string(bSessions):
+		_, err := decodeSession(k, v)
+		return err == nil
+	case string(bCooldowns):
+		_, err := decodeCooldown(v)
+		return err == nil
+	case string(bIDs):
+		return false // rebuilt from the calls
+	}
+	return true
+}

@@ -1,0 +1,462 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// Reader runs queries on a history file. Each query opens the file
+// read-only for one transaction and closes it.
+type Reader struct {
+	Path        string
+	LockTimeout time.Duration // default 2s
+}
+
+// Filter selects calls. Zero fields match everything.
+type Filter struct {
+	Provider string       // any target of the chain
+	Outcome  retry.Outcome
+	Class    stream.Class // any attempt of the call had it
+	Since    time.Time    // started at or after
+	BeforeID uint32       // paging: only calls older than this id's call
+	Limit    int          // at most this many (0: no limit)
+}
+
+func (f *Filter) match(c *Call) bool {
+	if f.Outcome != "" && c.Outcome != f.Outcome {
+		return false
+	}
+	if f.Class != "" && classMask(c.Classes)&classBit(f.Class) == 0 {
+		return false
+	}
+	if f.Provider != "" {
+		ok := false
+		for _, t := range c.Chain {
+			if t.Provider == f.Provider {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNotFound is returned by Show for an unknown id.
+var ErrNotFound = errors.New("no such call")
+
+// List returns calls newest first, decoding only their summaries.
+func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
+	var out []Call
+	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil {
+			return nil
+		}
+		calls := tx.Bucket(bCalls)
+		if calls == nil {
+			return nil
+		}
+		c := calls.Cursor()
+		var k, v []byte
+		if f.BeforeID != 0 {
+			key, err := lookupKey(tx, f.BeforeID)
+			if err != nil {
+				return err
+			}
+			k, v = c.Seek(key)
+			if k != nil {
+				k, v = c.Prev()
+			} else {
+				k, v = c.Last()
+			}
+		} else {
+			k, v = c.Last()
+		}
+		var since []byte
+		if !f.Since.IsZero() {
+			since = makeKey(f.Since, 0)
+		}
+		for n := 0; k != nil; k, v = c.Prev() {
+			if since != nil && bytes.Compare(k, since) < 0 {
+				break
+			}
+			if n&1023 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			n++
+			call, err := decodeCall(k, v, true)
+			if err != nil {
+				return err
+			}
+			if !f.match(call) {
+				continue
+			}
+			out = append(out, *call)
+			if f.Limit > 0 && len(out) >= f.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list history: %w", err)
+	}
+	return out, nil
+}
+
+// lookupKey finds a call's key from its id.
+func lookupKey(tx *bolt.Tx, id uint32) ([]byte, error) {
+	if ids := tx.Bucket(bIDs); ids != nil {
+		if k := ids.Get(seqKey(id)); k != nil {
+			return slices.Clone(k), nil
+		}
+	}
+	// Schema 1 files have no index.
+	if calls := tx.Bucket(bCalls); calls != nil && tx.Bucket(bIDs) == nil {
+		c := calls.Cursor()
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			if keySeq(k) == id {
+				return slices.Clone(k), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("call %d: %w", id, ErrNotFound)
+}
+
+// Show returns one call in full, with its attempts and text. id is the
+// short id from List, or the engine's call id.
+func (r *Reader) Show(ctx context.Context, id string) (*Call, error) {
+	var out *Call
+	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil {
+			return fmt.Errorf("call %s: %w", id, ErrNotFound)
+		}
+		calls := tx.Bucket(bCalls)
+		var key []byte
+		if n, err := strconv.ParseUint(id, 10, 32); err == nil {
+			key, err = lookupKey(tx, uint32(n))
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		if key == nil && calls != nil {
+			c := calls.Cursor()
+			for k, v := c.Last(); k != nil; k, v = c.Prev() {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				call, err := decodeCall(k, v, false)
+				if err == nil && call.CallID == id {
+					key = slices.Clone(k)
+					break
+				}
+			}
+		}
+		if key == nil || calls == nil {
+			return fmt.Errorf("call %s: %w", id, ErrNotFound)
+		}
+		v := calls.Get(key)
+		if v == nil {
+			return fmt.Errorf("call %s: %w", id, ErrNotFound)
+		}
+		call, err := decodeCall(key, v, false)
+		if err != nil {
+			return err
+		}
+		if len(v) > 0 && v[0] == 1 {
+			if _, j, err := decodeCallV1Full(key, v); err == nil {
+				call.Prompt, call.Text = j.Prompt, j.Text
+			}
+		}
+		call.AttemptsList, err = readAttempts(tx, key, call.Started)
+		if err != nil {
+			return err
+		}
+		if text := tx.Bucket(bText); text != nil {
+			tc := text.Cursor()
+			for k, tv := tc.Seek(key); k != nil && bytes.HasPrefix(k, key); k, tv = tc.Next() {
+				if len(k) != keyLen+3 {
+					continue
+				}
+				n := int(k[keyLen+1])<<8 | int(k[keyLen+2])
+				switch k[keyLen] {
+				case textPrompt:
+					call.Prompt = string(tv)
+				case textAnswer:
+					call.Text = string(tv)
+				case textPartial:
+					for i := range call.AttemptsList {
+						if call.AttemptsList[i].N == n {
+							call.AttemptsList[i].PartialText = string(tv)
+						}
+					}
+				}
+			}
+		}
+		out = call
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("show %s: %w", id, err)
+	}
+	return out, nil
+}
+
+func readAttempts(tx *bolt.Tx, key []byte, start time.Time) ([]retry.Attempt, error) {
+	b := tx.Bucket(bAttempts)
+	if b == nil {
+		return nil, nil
+	}
+	var out []retry.Attempt
+	c := b.Cursor()
+	for k, v := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, v = c.Next() {
+		a, err := decodeAttempt(k, v, start)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// ProviderStats are the numbers a team watches, for the calls whose primary
+// target is one provider (Provider "" is the total).
+type ProviderStats struct {
+	Provider       string        `json:"provider"`
+	Calls          int           `json:"calls"`
+	Running        int           `json:"running"`
+	Retried        int           `json:"retried"`         // calls that needed more than one request
+	RetriedShare   float64       `json:"retried_share"`   // Retried / Calls
+	Retries        int           `json:"retries"`         // requests after the first, summed
+	RetriesPerCall float64       `json:"retries_per_call"`
+	P50            time.Duration `json:"-"`
+	P95            time.Duration `json:"-"`
+	P50Ms          float64       `json:"p50_ms"` // latency including waits, of ended calls
+	P95Ms          float64       `json:"p95_ms"`
+	OK             int           `json:"ok"`
+	GaveUp         int           `json:"gave_up"`
+	GiveUpRate     float64       `json:"give_up_rate"`
+	QuotaStops     int           `json:"quota_stops"` // calls stopped by a quota or a cooldown
+	Failed         int           `json:"failed"`
+	Deferred       int           `json:"deferred"`
+	Cancelled      int           `json:"cancelled"`
+}
+
+type statAcc struct {
+	ProviderStats
+	lat []time.Duration
+}
+
+func (a *statAcc) add(s *callStat) {
+	a.Calls++
+	if s.attempts > 1 {
+		a.Retried++
+		a.Retries += s.attempts - 1
+	}
+	switch s.outcome {
+	case OutcomeRunning:
+		a.Running++
+		return
+	case retry.OutcomeOK:
+		a.OK++
+	case retry.OutcomeGaveUp:
+		a.GaveUp++
+	case retry.OutcomeStopped:
+		a.QuotaStops++
+	case retry.OutcomeFailed:
+		a.Failed++
+	case retry.OutcomeDeferred:
+		a.Deferred++
+	case retry.OutcomeCancelled:
+		a.Cancelled++
+	}
+	a.lat = append(a.lat, s.latency)
+}
+
+func (a *statAcc) finish() ProviderStats {
+	s := a.ProviderStats
+	if s.Calls > 0 {
+		s.RetriedShare = float64(s.Retried) / float64(s.Calls)
+		s.RetriesPerCall = float64(s.Retries) / float64(s.Calls)
+		s.GiveUpRate = float64(s.GaveUp) / float64(s.Calls)
+	}
+	if n := len(a.lat); n > 0 {
+		slices.Sort(a.lat)
+		s.P50 = percentile(a.lat, 0.50)
+		s.P95 = percentile(a.lat, 0.95)
+		s.P50Ms = float64(s.P50) / 1e6
+		s.P95Ms = float64(s.P95) / 1e6
+	}
+	return s
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(p*float64(len(sorted))+0.999999999) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+// Stats computes per-provider numbers over the calls f selects (its Limit
+// and BeforeID are ignored), sorted by provider, then the total (Provider "").
+func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
+	per := map[string]*statAcc{}
+	total := &statAcc{}
+	var since []byte
+	if !f.Since.IsZero() {
+		since = makeKey(f.Since, 0)
+	}
+	pclass := uint64(0)
+	if f.Class != "" {
+		pclass = classBit(f.Class)
+	}
+	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bCalls) == nil {
+			return nil
+		}
+		c := tx.Bucket(bCalls).Cursor()
+		var k, v []byte
+		if since != nil {
+			k, v = c.Seek(since)
+		} else {
+			k, v = c.First()
+		}
+		var s callStat
+		for n := 0; k != nil; k, v = c.Next() {
+			if n++; n&8191 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := decodeCallStat(k, v, &s); err != nil {
+				return err
+			}
+			if f.Outcome != "" && s.outcome != f.Outcome {
+				continue
+			}
+			if pclass != 0 && s.classes&pclass == 0 {
+				continue
+			}
+			if f.Provider != "" && string(s.provider) != f.Provider {
+				continue
+			}
+			acc := per[string(s.provider)] // no allocation for the lookup
+			if acc == nil {
+				acc = &statAcc{ProviderStats: ProviderStats{Provider: string(s.provider)}}
+				per[acc.Provider] = acc
+			}
+			acc.add(&s)
+			total.add(&s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history stats: %w", err)
+	}
+	var out []ProviderStats
+	for _, a := range per {
+		out = append(out, a.finish())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
+	out = append(out, total.finish())
+	return out, nil
+}
+
+// Each calls fn with every call f selects, oldest first, in full with its
+// attempts and text (unless noText), for export. The file stays open (read
+// locked) while it runs.
+func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call) error) error {
+	return view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bCalls) == nil {
+			return nil
+		}
+		c := tx.Bucket(bCalls).Cursor()
+		var k, v []byte
+		if !f.Since.IsZero() {
+			k, v = c.Seek(makeKey(f.Since, 0))
+		} else {
+			k, v = c.First()
+		}
+		text := tx.Bucket(bText)
+		count := 0
+		for ; k != nil; k, v = c.Next() {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			call, err := decodeCall(k, v, false)
+			if err != nil {
+				return err
+			}
+			if !f.match(call) {
+				continue
+			}
+			if call.AttemptsList, err = readAttempts(tx, k, call.Started); err != nil {
+				return err
+			}
+			if !noText {
+				if len(v) > 0 && v[0] == 1 {
+					if _, j, err := decodeCallV1Full(k, v); err == nil {
+						call.Prompt, call.Text = j.Prompt, j.Text
+					}
+				}
+				if text != nil {
+					if p := text.Get(textKey(k, textPrompt, 0)); p != nil {
+						call.Prompt = string(p)
+					}
+					if a := text.Get(textKey(k, textAnswer, 0)); a != nil {
+						call.Text = string(a)
+					}
+					for i := range call.AttemptsList {
+						if p := text.Get(textKey(k, textPartial, call.AttemptsList[i].N)); p != nil {
+							call.AttemptsList[i].PartialText = string(p)
+						}
+					}
+				}
+			}
+			if err := fn(call); err != nil {
+				return err
+			}
+			if count++; f.Limit > 0 && count >= f.Limit {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// Sessions returns the stored sessions, newest first.
+func (r *Reader) Sessions(ctx context.Context, limit int) ([]Session, error) {
+	var out []Session
+	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bSessions) == nil {
+			return nil
+		}
+		c := tx.Bucket(bSessions).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			s, err := decodeSession(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, *s)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,590 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// Options tune a Recorder. Zero fields take the defaults.
+type Options struct {
+	LockTimeout time.Duration // wait for another process's lock (default 2s)
+	BatchDelay  time.Duration // longest a non-final event waits to be committed (default 250ms)
+	BatchSize   int           // commit at once when this many events are queued (default 4096)
+	RetryDelay  time.Duration // first wait after a failed commit, doubling up to 30s (default 1s)
+	// Retention deletes calls older than this in the background, starting
+	// RetentionDelay after the recorder starts (default 90 days, 10s);
+	// negative keeps everything.
+	Retention      time.Duration
+	RetentionDelay time.Duration
+	// OnWarn is called (from the recorder's goroutine) with the first error
+	// of every run of failed commits: a locked, corrupt or newer file. The
+	// events stay queued. Show it on stderr or the status line; it never
+	// changes an exit code.
+	OnWarn func(error)
+	Now    func() time.Time // default time.Now
+}
+
+func (o *Options) fill() {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.BatchDelay <= 0 {
+		o.BatchDelay = 250 * time.Millisecond
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 4096
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = time.Second
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.RetentionDelay <= 0 {
+		o.RetentionDelay = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// DefaultRetention is how long calls are kept unless told otherwise.
+const DefaultRetention = 90 * 24 * time.Hour
+
+// item is one queued event and, for the first event of a call recorded
+// through Sink, the call itself (its prompt and policy).
+type item struct {
+	ev   retry.Event
+	call *retry.Call
+}
+
+// callState is an in-flight call: its key once committed and its record.
+type callState struct {
+	key      []byte
+	rec      Call
+	attempts map[int]retry.Attempt // dirty attempts of this batch
+	ended    bool
+	isNew    bool
+}
+
+// Recorder writes the engine's events to the history file off the caller's
+// path. It is safe for concurrent use; Record never blocks on the file.
+type Recorder struct {
+	path string
+	info SessionInfo
+	opts Options
+	file *sync.Mutex // serialises this process's opens of the file
+
+	mu      sync.Mutex
+	queue   []item
+	urgent  bool
+	waiters []chan error
+	closed  bool
+
+	commitMu   sync.Mutex // one commit at a time
+	calls      map[string]*callState
+	sessionKey []byte
+	session    Session
+
+	wake     chan struct{}
+	stop     chan struct{}
+	loopDone chan struct{}
+	stopOnce sync.Once
+}
+
+// NewRecorder starts a recorder for the file at path. It touches nothing
+// until the first batch; retention runs later, in the background.
+func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
+	opts.fill()
+	r := &Recorder{
+		path:     path,
+		info:     sess,
+		opts:     opts,
+		file:     &sync.Mutex{},
+		calls:    map[string]*callState{},
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	r.session = Session{Started: opts.Now(), Version: sess.Version, Mode: sess.Mode, Command: sess.Command, PID: os.Getpid(), NoContent: sess.NoContent}
+	go r.loop()
+	return r
+}
+
+// Path is the file the recorder writes.
+func (r *Recorder) Path() string { return r.path }
+
+// Cooldowns returns the file's cooldowns, sharing this recorder's file
+// access so the two never wait on each other's lock.
+func (r *Recorder) Cooldowns() *Cooldowns {
+	return &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}}
+}
+
+// Record queues one event. Text events are not stored one by one (the
+// call's end carries the text) and are dropped here; the rest are kept
+// until committed. It never waits on the file.
+func (r *Recorder) Record(ev retry.Event) { r.record(ev, nil) }
+
+// Sink returns an engine sink for call c that records its prompt and
+// policy with its events, then passes each event to next (which may be nil).
+func (r *Recorder) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
+	first := true
+	cc := c
+	return func(ev retry.Event) {
+		if first && ev.Kind != retry.EventText {
+			first = false
+			r.record(ev, &cc)
+		} else {
+			r.record(ev, nil)
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+func (r *Recorder) record(ev retry.Event, c *retry.Call) {
+	if ev.Kind == retry.EventText {
+		return
+	}
+	// Copy what the engine points at, so later changes cannot race.
+	if ev.Attempt != nil {
+		a := *ev.Attempt
+		ev.Attempt = &a
+	}
+	if ev.Result != nil {
+		res := *ev.Result
+		res.Attempts = slices.Clone(res.Attempts)
+		ev.Result = &res
+	}
+	ev.Chain = slices.Clone(ev.Chain)
+	r.mu.Lock()
+	r.queue = append(r.queue, item{ev: ev, call: c})
+	urgent := ev.Kind == retry.EventCallEnd || len(r.queue) >= r.opts.BatchSize
+	if urgent {
+		r.urgent = true
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Pending is the number of events not yet committed.
+func (r *Recorder) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue)
+}
+
+// Flush commits every event queued so far and waits for it, or for ctx.
+// On error the events stay queued.
+func (r *Recorder) Flush(ctx context.Context) error {
+	ch := make(chan error, 1)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.commit()
+	}
+	r.waiters = append(r.waiters, ch)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("flush history: %w", ctx.Err())
+	}
+}
+
+// Close flushes, records the session's end and stops the background
+// writer. Events it could not commit are reported as an error and kept: a
+// later Flush or Close tries again.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.session.Ended = r.opts.Now()
+	r.mu.Unlock()
+	err := r.Flush(ctx)
+	r.stopOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		waiters := r.waiters
+		r.waiters = nil
+		r.mu.Unlock()
+		close(r.stop)
+		<-r.loopDone
+		if len(waiters) > 0 {
+			werr := r.commit()
+			for _, w := range waiters {
+				w <- werr
+			}
+		}
+	})
+	if err == nil {
+		// Writes the session's end when the flush had nothing to write.
+		err = r.commitSessionEnd()
+	}
+	if n := r.Pending(); n > 0 {
+		return fmt.Errorf("history: %d events not saved (kept in memory): %w", n, err)
+	}
+	return err
+}
+
+func (r *Recorder) loop() {
+	defer close(r.loopDone)
+	// Since Go 1.23 Reset never delivers a stale tick.
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		failing    bool
+		retryWait  time.Duration
+		retryAt    time.Time
+		pruneAt    = r.opts.Now().Add(r.opts.RetentionDelay)
+		pruneDone  = r.opts.Retention < 0
+		oldestSeen time.Time
+	)
+	arm := func(d time.Duration) { timer.Reset(max(d, 0)) }
+	if pruneDone {
+		timer.Stop()
+	} else {
+		arm(r.opts.RetentionDelay)
+	}
+	for {
+		select {
+		case <-r.wake:
+		case <-timer.C:
+		case <-r.stop:
+			return
+		}
+		now := r.opts.Now()
+		r.mu.Lock()
+		n, urgent, waiters := len(r.queue), r.urgent, len(r.waiters)
+		r.mu.Unlock()
+		if n > 0 && oldestSeen.IsZero() {
+			oldestSeen = now
+		}
+		due := urgent || waiters > 0 || (n > 0 && now.Sub(oldestSeen) >= r.opts.BatchDelay)
+		if failing && waiters == 0 && now.Before(retryAt) {
+			arm(retryAt.Sub(now))
+			continue
+		}
+		if !due {
+			if n > 0 {
+				arm(r.opts.BatchDelay - now.Sub(oldestSeen))
+			} else if !pruneDone && !now.Before(pruneAt) && !failing {
+				more, err := r.pruneChunk(now)
+				if err != nil || !more {
+					pruneDone = true
+				} else {
+					arm(0)
+				}
+			} else if !pruneDone {
+				arm(pruneAt.Sub(now))
+			}
+			continue
+		}
+		r.mu.Lock()
+		ws := r.waiters
+		r.waiters = nil
+		r.mu.Unlock()
+		err := r.commit()
+		for _, w := range ws {
+			w <- err
+		}
+		if err != nil {
+			if !failing && r.opts.OnWarn != nil {
+				r.opts.OnWarn(err)
+			}
+			if !failing {
+				retryWait = r.opts.RetryDelay
+			} else if retryWait *= 2; retryWait > 30*time.Second {
+				retryWait = 30 * time.Second
+			}
+			failing = true
+			retryAt = r.opts.Now().Add(retryWait)
+			arm(retryWait)
+			continue
+		}
+		failing = false
+		oldestSeen = time.Time{}
+		r.mu.Lock()
+		more := len(r.queue) > 0
+		r.mu.Unlock()
+		if more {
+			arm(0)
+		} else if !pruneDone {
+			arm(max(0, pruneAt.Sub(r.opts.Now())))
+		}
+	}
+}
+
+func (r *Recorder) pruneChunk(now time.Time) (bool, error) {
+	r.file.Lock()
+	defer r.file.Unlock()
+	n, err := pruneOnce(r.path, r.opts.LockTimeout, now.Add(-r.opts.Retention), pruneChunkSize)
+	return n >= pruneChunkSize, err
+}
+
+// commitSessionEnd writes the session's end time when its record exists.
+func (r *Recorder) commitSessionEnd() error {
+	r.commitMu.Lock()
+	defer r.commitMu.Unlock()
+	if r.sessionKey == nil {
+		return nil
+	}
+	r.file.Lock()
+	defer r.file.Unlock()
+	return update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
+		r.mu.Lock()
+		s := r.session
+		r.mu.Unlock()
+		return bucket(tx, bSessions).Put(r.sessionKey, encodeSession(&s))
+	})
+}
+
+type kv struct{ k, v []byte }
+
+// commit writes every queued event in one transaction.
+func (r *Recorder) commit() error {
+	r.commitMu.Lock()
+	defer r.commitMu.Unlock()
+	r.mu.Lock()
+	items := slices.Clone(r.queue)
+	r.urgent = false
+	r.mu.Unlock()
+	if len(items) == 0 {
+		return nil
+	}
+	var touched map[string]*callState
+	var sessionKey []byte
+	r.file.Lock()
+	err := update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
+		var err error
+		touched, sessionKey, err = r.apply(tx, items)
+		return err
+	})
+	r.file.Unlock()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.queue = r.queue[len(items):]
+	if len(r.queue) == 0 {
+		r.queue = nil
+	}
+	r.mu.Unlock()
+	r.sessionKey = sessionKey
+	for id, cs := range touched {
+		cs.attempts = nil
+		cs.isNew = false
+		if cs.ended {
+			delete(r.calls, id)
+		} else {
+			r.calls[id] = cs
+		}
+	}
+	return nil
+}
+
+// apply turns a batch of events into records in tx. It changes no recorder
+// state: the touched calls are returned and kept only if tx commits.
+func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []byte, error) {
+	sessions, calls := bucket(tx, bSessions), bucket(tx, bCalls)
+	ids, attempts, text := bucket(tx, bIDs), bucket(tx, bAttempts), bucket(tx, bText)
+	noContent := r.info.NoContent
+
+	sessionKey := r.sessionKey
+	if sessionKey == nil {
+		seq, err := sessions.NextSequence()
+		if err != nil {
+			return nil, nil, fmt.Errorf("session id: %w", err)
+		}
+		sessionKey = makeKey(r.session.Started, uint32(seq))
+		r.mu.Lock()
+		s := r.session
+		r.mu.Unlock()
+		if err := sessions.Put(sessionKey, encodeSession(&s)); err != nil {
+			return nil, nil, fmt.Errorf("write session: %w", err)
+		}
+	}
+	sessionID := keySeq(sessionKey)
+
+	touched := map[string]*callState{}
+	var order []*callState
+	var textPuts []kv
+	get := func(ev *retry.Event) (*callState, error) {
+		if cs, ok := touched[ev.CallID]; ok {
+			return cs, nil
+		}
+		if cs, ok := r.calls[ev.CallID]; ok {
+			c := *cs
+			c.attempts = nil
+			touched[ev.CallID] = &c
+			order = append(order, &c)
+			return &c, nil
+		}
+		seq, err := calls.NextSequence()
+		if err != nil {
+			return nil, fmt.Errorf("call id: %w", err)
+		}
+		t := ev.Time
+		if t.IsZero() {
+			t = r.opts.Now()
+		}
+		cs := &callState{key: makeKey(t, uint32(seq)), isNew: true}
+		cs.rec = Call{ID: uint32(seq), CallID: ev.CallID, Session: sessionID, Started: keyTime(cs.key), Outcome: OutcomeRunning}
+		touched[ev.CallID] = cs
+		order = append(order, cs)
+		return cs, nil
+	}
+	for i := range items {
+		it := &items[i]
+		ev := &it.ev
+		cs, err := get(ev)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := &cs.rec
+		if it.call != nil {
+			c.Policy, c.MaxTokens = it.call.Policy, it.call.MaxTokens
+			if len(c.Chain) == 0 {
+				c.Chain = slices.Clone(it.call.Chain)
+			}
+			if it.call.Prompt != "" && !noContent {
+				c.HasPrompt = true
+				textPuts = append(textPuts, kv{textKey(cs.key, textPrompt, 0), []byte(it.call.Prompt)})
+			}
+		}
+		switch ev.Kind {
+		case retry.EventCallStart:
+			if len(ev.Chain) > 0 {
+				c.Chain = ev.Chain
+			}
+		case retry.EventAttemptEnd:
+			if ev.Attempt == nil {
+				continue
+			}
+			if cs.attempts == nil {
+				cs.attempts = map[int]retry.Attempt{}
+			}
+			cs.attempts[ev.Attempt.N] = *ev.Attempt
+			if ev.Attempt.N > c.Attempts {
+				c.Attempts = ev.Attempt.N
+			}
+			c.Classes = append(c.Classes, ev.Attempt.Class)
+		case retry.EventCallEnd:
+			res := ev.Result
+			if res == nil {
+				continue
+			}
+			cs.ended = true
+			endCall(c, res, ev.Time)
+			if cs.attempts == nil {
+				cs.attempts = map[int]retry.Attempt{}
+			}
+			for _, a := range res.Attempts {
+				cs.attempts[a.N] = a
+			}
+			if res.Text != "" && !noContent {
+				c.HasText = true
+				textPuts = append(textPuts, kv{textKey(cs.key, textAnswer, 0), []byte(res.Text)})
+			}
+		}
+	}
+
+	callPuts := make([]kv, 0, len(order))
+	var attPuts, idPuts []kv
+	for _, cs := range order {
+		callPuts = append(callPuts, kv{cs.key, encodeCall(&cs.rec)})
+		if cs.isNew {
+			idPuts = append(idPuts, kv{seqKey(cs.rec.ID), cs.key})
+		}
+		for n, a := range cs.attempts {
+			attPuts = append(attPuts, kv{attemptKey(cs.key, n), encodeAttempt(&a, cs.rec.Started)})
+			if a.PartialText != "" && !noContent {
+				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, n), []byte(a.PartialText)})
+			}
+		}
+	}
+	for _, set := range []struct {
+		b   *bolt.Bucket
+		kvs []kv
+	}{{calls, callPuts}, {ids, idPuts}, {attempts, attPuts}, {text, textPuts}} {
+		if err := putSorted(set.b, set.kvs); err != nil {
+			return nil, nil, err
+		}
+	}
+	return touched, sessionKey, nil
+}
+
+// endCall fills a call's record from the engine's result.
+func endCall(c *Call, res *retry.Result, at time.Time) {
+	c.Outcome = res.Outcome
+	if c.Outcome == "" {
+		c.Outcome = retry.OutcomeFailed
+	}
+	c.Ended = res.Ended
+	if c.Ended.IsZero() {
+		c.Ended = at
+	}
+	if c.Ended.Before(c.Started) {
+		c.Ended = c.Started
+	}
+	if res.ServedBy != nil {
+		sb := *res.ServedBy
+		c.ServedBy = &sb
+	}
+	c.FinishReason = res.FinishReason
+	if res.Usage != nil {
+		u := *res.Usage
+		c.Usage = &u
+	}
+	if res.Err != nil {
+		c.Err = &CallError{Class: res.Err.Class, Status: res.Err.Status, Code: res.Err.Code, Message: res.Err.Message}
+		if n := len(res.Attempts); n > 0 {
+			c.Err.Provider = res.Attempts[n-1].Target.Provider
+		}
+	}
+	c.RetryAt, c.CooldownUntil, c.CooldownHit = res.RetryAt, res.CooldownUntil, res.CooldownHit
+	c.Attempts = len(res.Attempts)
+	c.Waited, c.TTFT, c.Classes = 0, 0, nil
+	for _, a := range res.Attempts {
+		c.Waited += a.Waited + a.Paced
+		c.Classes = append(c.Classes, a.Class)
+		if a.Class == stream.ClassOK {
+			c.TTFT = a.TTFT
+		}
+	}
+	if c.CooldownHit && len(c.Classes) == 0 {
+		c.Classes = []stream.Class{stream.ClassQuota}
+	}
+}
+
+// putSorted writes kvs in key order (bbolt appends cheaply to the right).
+func putSorted(b *bolt.Bucket, kvs []kv) error {
+	if b == nil {
+		return errors.New("bucket missing")
+	}
+	slices.SortFunc(kvs, func(x, y kv) int { return bytes.Compare(x.k, y.k) })
+	for _, p := range kvs {
+		if err := b.Put(p.k, p.v); err != nil {
+			return fmt.Errorf("write record: %w", err)
+		}
+	}
+	return nil
+}

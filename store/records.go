@@ -1,0 +1,594 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// SchemaVersion is the record format this binary writes. A file whose schema
+// is newer is refused; an older one is migrated on its first write.
+const SchemaVersion = 2
+
+// Session modes.
+const (
+	ModeReal      = "real"
+	ModeSimulated = "simulated"
+)
+
+// OutcomeRunning is shown for a call whose end was never recorded (still
+// running, or its process died).
+const OutcomeRunning retry.Outcome = "running"
+
+// SessionInfo describes the process that records: one session per Recorder.
+type SessionInfo struct {
+	Version   string // limitscope's version
+	Mode      string // ModeReal or ModeSimulated
+	Command   string // "send", "bench", "tui", ...
+	NoContent bool   // prompts and answers are not stored
+}
+
+// Session is one stored session.
+type Session struct {
+	ID        uint32    `json:"id"`
+	Started   time.Time `json:"started_at"`
+	Ended     time.Time `json:"ended_at,omitzero"`
+	Version   string    `json:"version"`
+	Mode      string    `json:"mode"`
+	Command   string    `json:"command,omitempty"`
+	PID       int       `json:"pid"`
+	NoContent bool      `json:"no_content"`
+}
+
+// CallError is the error that ended a call.
+type CallError struct {
+	Class    stream.Class `json:"class"`
+	Provider string       `json:"provider,omitempty"`
+	Status   int          `json:"status"`
+	Code     string       `json:"code,omitempty"`
+	Message  string       `json:"message,omitempty"`
+}
+
+// Call is one stored call. List fills the summary; Show fills everything,
+// including its attempts and text.
+type Call struct {
+	ID       uint32          // the short id `history show` takes; unique in the file
+	CallID   string          // the engine's call id
+	Session  uint32          // the session that recorded it
+	Started  time.Time       // the call's first event
+	Ended    time.Time       // zero while running
+	Outcome  retry.Outcome   // OutcomeRunning until its end is recorded
+	Chain    []stream.Target // primary first
+	ServedBy *stream.Target
+	// Totals.
+	Attempts int           // HTTP requests
+	Waited   time.Duration // every wait: backoff, server delays and pacing
+	TTFT     time.Duration // of the serving attempt
+	Classes  []stream.Class
+	// Not in summaries.
+	Policy        retry.Policy
+	MaxTokens     int
+	FinishReason  string
+	Usage         *stream.Usage
+	Err           *CallError
+	RetryAt       time.Time
+	CooldownUntil time.Time
+	CooldownHit   bool
+	HasPrompt     bool
+	HasText       bool
+	// Filled by Show only.
+	Prompt       string
+	Text         string
+	AttemptsList []retry.Attempt
+	Full         bool // the record was decoded in full
+}
+
+// Latency is the call's wall time including its waits (zero while running).
+func (c *Call) Latency() time.Duration {
+	if c.Ended.IsZero() {
+		return 0
+	}
+	return c.Ended.Sub(c.Started)
+}
+
+// Retries is the number of requests after the first.
+func (c *Call) Retries() int {
+	if c.Attempts <= 1 {
+		return 0
+	}
+	return c.Attempts - 1
+}
+
+// Primary is the call's first target (zero when none was recorded).
+func (c *Call) Primary() stream.Target {
+	if len(c.Chain) == 0 {
+		return stream.Target{}
+	}
+	return c.Chain[0]
+}
+
+// Classes are stored as a bit mask so list filters need no attempt.
+var classBits = []stream.Class{
+	stream.ClassOK, stream.ClassQuota, stream.ClassCaller, stream.ClassRateLimit,
+	stream.ClassOverload, stream.ClassServer, stream.ClassConnection,
+	stream.ClassTimeout, stream.ClassCancelled,
+}
+
+const classOther = 1 << 15
+
+func classBit(c stream.Class) uint64 {
+	for i, k := range classBits {
+		if k == c {
+			return 1 << i
+		}
+	}
+	return classOther
+}
+
+func classesFromMask(m uint64) []stream.Class {
+	var out []stream.Class
+	for i, k := range classBits {
+		if m&(1<<i) != 0 {
+			out = append(out, k)
+		}
+	}
+	if m&classOther != 0 {
+		out = append(out, "other")
+	}
+	return out
+}
+
+func classMask(cs []stream.Class) uint64 {
+	var m uint64
+	for _, c := range cs {
+		m |= classBit(c)
+	}
+	return m
+}
+
+var outcomes = []retry.Outcome{
+	OutcomeRunning, retry.OutcomeOK, retry.OutcomeStopped, retry.OutcomeDeferred,
+	retry.OutcomeGaveUp, retry.OutcomeFailed, retry.OutcomeCancelled,
+}
+
+func outcomeByte(o retry.Outcome) byte {
+	for i, k := range outcomes {
+		if k == o {
+			return byte(i)
+		}
+	}
+	return 255
+}
+
+// call flags
+const (
+	cfEnded = 1 << iota
+	cfServed
+	cfUsage
+	cfErr
+	cfCooldownHit
+	cfPrompt
+	cfText
+)
+
+// encodeCall writes a call record (schema 2). The summary fields come first
+// so list and stats stop decoding early. Started is the key's time.
+func encodeCall(c *Call) []byte {
+	e := enc{b: make([]byte, 0, 160)}
+	e.byte(SchemaVersion)
+	var f byte
+	if !c.Ended.IsZero() {
+		f |= cfEnded
+	}
+	if c.ServedBy != nil {
+		f |= cfServed
+	}
+	if c.Usage != nil {
+		f |= cfUsage
+	}
+	if c.Err != nil {
+		f |= cfErr
+	}
+	if c.CooldownHit {
+		f |= cfCooldownHit
+	}
+	if c.HasPrompt {
+		f |= cfPrompt
+	}
+	if c.HasText {
+		f |= cfText
+	}
+	e.byte(f)
+	e.uvarint(uint64(c.Session))
+	ob := outcomeByte(c.Outcome)
+	e.byte(ob)
+	if ob == 255 {
+		e.str(string(c.Outcome))
+	}
+	if f&cfEnded != 0 {
+		e.varint(int64(c.Ended.Sub(c.Started)))
+	}
+	e.uvarint(uint64(len(c.Chain)))
+	for _, t := range c.Chain {
+		e.str(t.Provider)
+		e.str(t.Model)
+	}
+	if c.ServedBy != nil {
+		e.str(c.ServedBy.Provider)
+		e.str(c.ServedBy.Model)
+	}
+	e.uvarint(uint64(c.Attempts))
+	e.dur(c.Waited)
+	e.dur(c.TTFT)
+	e.uvarint(classMask(c.Classes))
+	// End of the summary.
+	e.str(c.CallID)
+	e.str(c.FinishReason)
+	if c.Usage != nil {
+		e.uvarint(uint64(c.Usage.InputTokens))
+		e.uvarint(uint64(c.Usage.OutputTokens))
+	}
+	if c.Err != nil {
+		e.str(string(c.Err.Class))
+		e.str(c.Err.Provider)
+		e.uvarint(uint64(c.Err.Status))
+		e.str(c.Err.Code)
+		e.str(c.Err.Message)
+	}
+	e.timeRel(c.RetryAt, c.Started)
+	e.timeRel(c.CooldownUntil, c.Started)
+	p := c.Policy
+	e.varint(int64(p.MaxAttempts))
+	e.varint(int64(p.TriesPerTarget))
+	e.dur(p.FailoverWait)
+	e.dur(p.MaxWait)
+	e.dur(p.Deadline)
+	e.dur(p.BackoffBase)
+	e.dur(p.BackoffCap)
+	e.dur(p.Jitter)
+	e.bool(p.IgnoreCooldown)
+	e.varint(int64(c.MaxTokens))
+	return e.b
+}
+
+// decodeCall reads a call record; with summary it stops after the fields list
+// and stats use. key gives the start time and the id.
+func decodeCall(key, v []byte, summary bool) (*Call, error) {
+	if len(v) == 0 {
+		return nil, fmt.Errorf("call %x: empty record", key)
+	}
+	switch v[0] {
+	case SchemaVersion:
+	case 1:
+		return decodeCallV1(key, v)
+	default:
+		return nil, newerRecordError(v[0])
+	}
+	c := &Call{ID: keySeq(key), Started: keyTime(key)}
+	d := dec{b: v[1:]}
+	f := d.byte()
+	c.Session = uint32(d.uvarint())
+	ob := d.byte()
+	if int(ob) < len(outcomes) {
+		c.Outcome = outcomes[ob]
+	} else {
+		c.Outcome = retry.Outcome(d.str())
+	}
+	if f&cfEnded != 0 {
+		c.Ended = c.Started.Add(d.dur())
+	}
+	if n := d.uvarint(); n > 0 && n <= uint64(len(d.b)) {
+		c.Chain = make([]stream.Target, n)
+		for i := range c.Chain {
+			c.Chain[i] = stream.Target{Provider: d.str(), Model: d.str()}
+		}
+	} else if n > 0 {
+		d.fail()
+	}
+	if f&cfServed != 0 {
+		c.ServedBy = &stream.Target{Provider: d.str(), Model: d.str()}
+	}
+	c.Attempts = int(d.uvarint())
+	c.Waited = d.dur()
+	c.TTFT = d.dur()
+	c.Classes = classesFromMask(d.uvarint())
+	c.CooldownHit = f&cfCooldownHit != 0
+	c.HasPrompt = f&cfPrompt != 0
+	c.HasText = f&cfText != 0
+	if summary {
+		if d.err != nil {
+			return nil, fmt.Errorf("call %d: %w", c.ID, d.err)
+		}
+		return c, nil
+	}
+	c.Full = true
+	c.CallID = d.str()
+	c.FinishReason = d.str()
+	if f&cfUsage != 0 {
+		c.Usage = &stream.Usage{InputTokens: int(d.uvarint()), OutputTokens: int(d.uvarint())}
+	}
+	if f&cfErr != 0 {
+		c.Err = &CallError{Class: stream.Class(d.str()), Provider: d.str(), Status: int(d.uvarint()), Code: d.str(), Message: d.str()}
+	}
+	c.RetryAt = d.timeRel(c.Started)
+	c.CooldownUntil = d.timeRel(c.Started)
+	c.Policy.MaxAttempts = d.int()
+	c.Policy.TriesPerTarget = d.int()
+	c.Policy.FailoverWait = d.dur()
+	c.Policy.MaxWait = d.dur()
+	c.Policy.Deadline = d.dur()
+	c.Policy.BackoffBase = d.dur()
+	c.Policy.BackoffCap = d.dur()
+	c.Policy.Jitter = d.dur()
+	c.Policy.IgnoreCooldown = d.bool()
+	c.MaxTokens = d.int()
+	if d.err != nil {
+		return nil, fmt.Errorf("call %d: %w", c.ID, d.err)
+	}
+	return c, nil
+}
+
+// callSummaryStats is what stats needs of a call, read without allocating.
+type callStat struct {
+	provider []byte // primary target's provider; valid until the tx ends
+	outcome  retry.Outcome
+	attempts int
+	latency  time.Duration
+	classes  uint64
+	started  time.Time
+}
+
+func decodeCallStat(key, v []byte, s *callStat) error {
+	if len(v) == 0 {
+		return fmt.Errorf("call %x: empty record", key)
+	}
+	if v[0] != SchemaVersion {
+		c, err := decodeCall(key, v, true)
+		if err != nil {
+			return err
+		}
+		s.provider = []byte(c.Primary().Provider)
+		s.outcome = c.Outcome
+		s.attempts = c.Attempts
+		s.latency = c.Latency()
+		s.classes = classMask(c.Classes)
+		s.started = c.Started
+		return nil
+	}
+	d := dec{b: v[1:]}
+	f := d.byte()
+	d.uvarint()
+	ob := d.byte()
+	if int(ob) < len(outcomes) {
+		s.outcome = outcomes[ob]
+	} else {
+		s.outcome = retry.Outcome(d.rawStr())
+	}
+	s.latency = 0
+	if f&cfEnded != 0 {
+		s.latency = d.dur()
+	}
+	n := d.uvarint()
+	s.provider = nil
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p := d.rawStr()
+		d.skipStr()
+		if i == 0 {
+			s.provider = p
+		}
+	}
+	if f&cfServed != 0 {
+		d.skipStr()
+		d.skipStr()
+	}
+	s.attempts = int(d.uvarint())
+	d.dur()
+	d.dur()
+	s.classes = d.uvarint()
+	return d.err
+}
+
+// attempt flags
+const (
+	afRetryAfter = 1 << iota
+	afMidStream
+	afNoRetry
+	afLimits
+)
+
+// encodeAttempt writes an attempt record (schema 2) without its partial text,
+// which lives in the text bucket. callStart is the call key's time.
+func encodeAttempt(a *retry.Attempt, callStart time.Time) []byte {
+	e := enc{b: make([]byte, 0, 96+len(a.Message)+len(a.Code)+len(a.RequestID))}
+	e.byte(SchemaVersion)
+	var f byte
+	if a.RetryAfter != nil {
+		f |= afRetryAfter
+	}
+	if a.MidStream {
+		f |= afMidStream
+	}
+	if a.NoRetry {
+		f |= afNoRetry
+	}
+	if a.Limits != nil {
+		f |= afLimits
+	}
+	e.byte(f)
+	e.uvarint(uint64(a.N))
+	e.str(a.Target.Provider)
+	e.str(a.Target.Model)
+	e.uvarint(uint64(a.Status))
+	e.str(string(a.Class))
+	e.str(a.Code)
+	e.str(a.QuotaID)
+	e.str(a.Message)
+	if a.RetryAfter != nil {
+		e.dur(*a.RetryAfter)
+	}
+	e.str(string(a.DelaySource))
+	e.dur(a.Paced)
+	e.dur(a.Waited)
+	e.str(a.RequestID)
+	e.dur(a.TTFT)
+	e.timeRel(a.StartedAt, callStart)
+	e.dur(a.Duration)
+	e.str(string(a.Decision))
+	if a.Limits != nil {
+		encodeLimits(&e, a.Limits, a.StartedAt)
+	}
+	return e.b
+}
+
+func decodeAttempt(key, v []byte, callStart time.Time) (retry.Attempt, error) {
+	var a retry.Attempt
+	if len(v) == 0 {
+		return a, fmt.Errorf("attempt %x: empty record", key)
+	}
+	switch v[0] {
+	case SchemaVersion:
+	case 1:
+		return decodeAttemptV1(v)
+	default:
+		return a, newerRecordError(v[0])
+	}
+	d := dec{b: v[1:]}
+	f := d.byte()
+	a.N = int(d.uvarint())
+	a.Target = stream.Target{Provider: d.str(), Model: d.str()}
+	a.Status = int(d.uvarint())
+	a.Class = stream.Class(d.str())
+	a.Code = d.str()
+	a.QuotaID = d.str()
+	a.Message = d.str()
+	if f&afRetryAfter != 0 {
+		ra := d.dur()
+		a.RetryAfter = &ra
+	}
+	a.DelaySource = stream.DelaySource(d.str())
+	a.Paced = d.dur()
+	a.Waited = d.dur()
+	a.RequestID = d.str()
+	a.TTFT = d.dur()
+	a.StartedAt = d.timeRel(callStart)
+	a.Duration = d.dur()
+	a.Decision = retry.Decision(d.str())
+	a.MidStream = f&afMidStream != 0
+	a.NoRetry = f&afNoRetry != 0
+	if f&afLimits != 0 {
+		a.Limits = decodeLimits(&d, a.StartedAt)
+	}
+	if d.err != nil {
+		return a, fmt.Errorf("attempt %x: %w", key, d.err)
+	}
+	return a, nil
+}
+
+// window flags
+const (
+	wfLimit = 1 << iota
+	wfRemaining
+	wfPerDay
+	wfRounded
+	wfReset
+)
+
+func encodeLimits(e *enc, l *stream.Limits, base time.Time) {
+	e.timeRel(l.At, base)
+	ws := [4]*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens}
+	var m byte
+	for i, w := range ws {
+		if w != nil {
+			m |= 1 << i
+		}
+	}
+	e.byte(m)
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		var f byte
+		if w.HasLimit {
+			f |= wfLimit
+		}
+		if w.HasRemaining {
+			f |= wfRemaining
+		}
+		if w.PerDay {
+			f |= wfPerDay
+		}
+		if w.Rounded {
+			f |= wfRounded
+		}
+		if !w.Reset.IsZero() {
+			f |= wfReset
+		}
+		e.byte(f)
+		e.varint(w.Limit)
+		e.varint(w.Remaining)
+		if f&wfReset != 0 {
+			e.varint(int64(w.Reset.Sub(l.At)))
+		}
+	}
+}
+
+func decodeLimits(d *dec, base time.Time) *stream.Limits {
+	l := &stream.Limits{At: d.timeRel(base)}
+	m := d.byte()
+	ws := [4]**stream.Window{&l.Requests, &l.Tokens, &l.InputTokens, &l.OutputTokens}
+	for i, p := range ws {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		f := d.byte()
+		w := &stream.Window{
+			Limit: d.varint(), Remaining: d.varint(),
+			HasLimit: f&wfLimit != 0, HasRemaining: f&wfRemaining != 0,
+			PerDay: f&wfPerDay != 0, Rounded: f&wfRounded != 0,
+		}
+		if f&wfReset != 0 {
+			w.Reset = l.At.Add(d.dur())
+		}
+		*p = w
+	}
+	return l
+}
+
+func encodeSession(s *Session) []byte {
+	e := enc{}
+	e.byte(SchemaVersion)
+	e.bool(s.NoContent)
+	e.timeAbs(s.Ended)
+	e.str(s.Version)
+	e.str(s.Mode)
+	e.str(s.Command)
+	e.uvarint(uint64(s.PID))
+	return e.b
+}
+
+func decodeSession(key, v []byte) (*Session, error) {
+	if len(v) == 0 {
+		return nil, fmt.Errorf("session %x: empty record", key)
+	}
+	switch v[0] {
+	case SchemaVersion:
+	case 1:
+		return decodeSessionV1(key, v)
+	default:
+		return nil, newerRecordError(v[0])
+	}
+	s := &Session{ID: keySeq(key), Started: keyTime(key)}
+	d := dec{b: v[1:]}
+	s.NoContent = d.bool()
+	s.Ended = d.timeAbs()
+	s.Version = d.str()
+	s.Mode = d.str()
+	s.Command = d.str()
+	s.PID = int(d.uvarint())
+	if d.err != nil {
+		return nil, fmt.Errorf("session %d: %w", s.ID, d.err)
+	}
+	return s, nil
+}
