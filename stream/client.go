@@ -352,6 +352,7 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 	if derr != nil {
 		e := ParseError(a.provider, resp.StatusCode, resp.Header, nil, a.c.now())
 		e.Message = fmt.Sprintf("HTTP %d; %v", resp.StatusCode, derr)
+		_, _ = io.CopyN(io.Discard, wire, SnippetSize)
 		e.Snippet = snippet(wire.head)
 		return a.fail(e)
 	}
@@ -443,6 +444,7 @@ func sniff(br *bufio.Reader) (byte, error) {
 func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 	body, _, derr := decodeBody(resp, wire)
 	if derr != nil {
+		_, _ = io.CopyN(io.Discard, wire, SnippetSize) // for the snippet
 		return a.fail(&Error{Class: ClassServer, Message: derr.Error(), Snippet: snippet(wire.head), Err: derr})
 	}
 	head := &headReader{r: body}

@@ -56,7 +56,11 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
-		return 0, false
+		if t, err = time.Parse(time.RFC1123, v); err != nil {
+			if t, err = time.Parse(time.RFC1123Z, v); err != nil {
+				return 0, false
+			}
+		}
 	}
 	d := t.Sub(now)
 	if d <= 0 {

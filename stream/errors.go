@@ -378,7 +378,7 @@ func pacificFallback(now time.Time) *time.Location {
 		return t.AddDate(0, 0, 7*(nth-1))
 	}
 	start := sunday(time.March, 2).Add(10 * time.Hour) // 02:00 PST
-	end := sunday(time.November, 1).Add(9 * time.Hour)  // 02:00 PDT
+	end := sunday(time.November, 1).Add(9 * time.Hour) // 02:00 PDT
 	if !u.Before(start) && u.Before(end) {
 		return time.FixedZone("PDT", -7*3600)
 	}
