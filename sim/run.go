@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/limitscope/limitscope/stream"
+)
+
+// prefixes are each provider's base-URL path under the simulator's root:
+// the real API's base URL path behind /{provider}.
+var prefixes = map[string]string{
+	"openai":    "/openai/v1",
+	"anthropic": "/anthropic",
+	"gemini":    "/gemini",
+	"groq":      "/groq/openai/v1",
+	"deepseek":  "/deepseek",
+	"mistral":   "/mistral/v1",
+	"xai":       "/xai/v1",
+}
+
+// BaseURL returns the value of a provider's *_BASE_URL for a simulator
+// served at root (e.g. "http://127.0.0.1:8787"); "" for an unknown provider.
+func BaseURL(root, provider string) string {
+	p, ok := prefixes[provider]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(root, "/") + p
+}
+
+// Providers lists the simulated providers in display order.
+func Providers() []string {
+	out := make([]string, len(providerNames))
+	copy(out, providerNames)
+	return out
+}
+
+// Running is a simulator serving on a loopback listener.
+type Running struct {
+	Server *Server
+	URL    string // http://127.0.0.1:PORT
+
+	srv    *http.Server
+	served chan error
+	stop   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+// Start listens on addr ("" => 127.0.0.1:0, a free loopback port) and serves
+// a new simulator until ctx ends or Close is called.
+func Start(ctx context.Context, addr string, opts Options) (*Running, error) {
+	s, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim: listen on %s: %w", addr, err)
+	}
+	r := &Running{
+		Server: s,
+		URL:    "http://" + ln.Addr().String(),
+		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second},
+		served: make(chan error, 1),
+		stop:   make(chan struct{}),
+	}
+	go func() { r.served <- r.srv.Serve(ln) }()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = r.Close()
+		case <-r.stop:
+		}
+	}()
+	return r, nil
+}
+
+// BaseURL returns the value for the provider's *_BASE_URL.
+func (r *Running) BaseURL(provider string) string { return BaseURL(r.URL, provider) }
+
+// Endpoint returns the stream.Endpoint of a provider on this simulator,
+// with the fake key.
+func (r *Running) Endpoint(provider string) stream.Endpoint {
+	return stream.Endpoint{Provider: provider, BaseURL: r.BaseURL(provider), Key: stream.Secret(FakeKey)}
+}
+
+// Env returns "NAME=value" lines that point every provider at this
+// simulator: each base-URL variable and each key variable (the fake key).
+func (r *Running) Env() []string {
+	var out []string
+	for _, p := range providerNames {
+		info, ok := stream.Provider(p)
+		if !ok {
+			continue
+		}
+		out = append(out, info.BaseURLEnv+"="+r.BaseURL(p))
+		for _, k := range info.KeyEnv[:1] {
+			out = append(out, k+"="+FakeKey)
+		}
+	}
+	return out
+}
+
+// Close stops serving at once: open streams and hung requests are dropped.
+// It waits for the server goroutine and is safe to call more than once.
+func (r *Running) Close() error {
+	r.once.Do(func() {
+		close(r.stop)
+		r.Server.Close()
+		err := r.srv.Close()
+		if serr := <-r.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("sim: close: %w", err)
+		}
+	})
+	return r.err
+}
