@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
+)
+
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, v := range stream.AllEnvVars() {
+		t.Setenv(v, "")
+	}
+}
+
+// Every policy against a fresh in-memory simulator at 60 requests a minute,
+// in virtual time.
+func TestSimRateLimited(t *testing.T) {
+	clearEnv(t)
+	for _, tgt := range []stream.Target{target, {Provider: "anthropic", Model: "claude-haiku-4-5"}} {
+		t.Run(tgt.Provider, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				env := &SimEnv{InMemory: true, Options: sim.Options{ScenarioFile: "testdata/ratelimited.ini", Seed: 1,
+					TokensPerSecond: 1e6}}
+				cfg := Config{Chain: []stream.Target{tgt}, Requests: 120, Concurrency: 16, Prompt: "hi", MaxTokens: 16, Rand: half()}
+				rep, err := Run(t.Context(), cfg, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls := rep.Policies[0]
+				for _, r := range rep.Policies {
+					checkSums(t, r)
+					t.Logf("%-11s completed %3d stopped %d gave_up %3d http %3d rejected %3d wasted %3d after_quota %d elapsed %6dms goodput %.2f/s limit %v ratio %v",
+						r.Policy, r.Completed, r.Stopped, r.GaveUp, r.HTTPRequests, r.Rejected, r.Wasted, r.RequestsAfterQuota, r.ElapsedMs, r.GoodputPerS, deref(r.LimitPerS), deref(r.GoodputRatio))
+					if r.Rejected < ls.Rejected {
+						t.Errorf("%s rejected %d < limitscope's %d", r.Policy, r.Rejected, ls.Rejected)
+					}
+					if r.LimitPerS == nil || *r.LimitPerS != 1 {
+						t.Errorf("%s: limit_per_s %v, want 1 (60 a minute, from the headers)", r.Policy, deref(r.LimitPerS))
+					}
+				}
+				if ls.Completed != 120 || ls.RequestsAfterQuota != 0 {
+					t.Errorf("limitscope: completed %d, after quota %d; want 120 and 0", ls.Completed, ls.RequestsAfterQuota)
+				}
+			})
+		})
+	}
+}
+
+// A spend cap reached part-way: limitscope sends nothing more to the
+// account, the others keep hammering.
+func TestSimSpendCap(t *testing.T) {
+	clearEnv(t)
+	synctest.Test(t, func(t *testing.T) {
+		env := &SimEnv{InMemory: true, Options: sim.Options{Scenario: "spend-cap", Seed: 1, TokensPerSecond: 1e6}}
+		cfg := Config{Chain: []stream.Target{target}, Requests: 40, Concurrency: 4, Prompt: "hi", MaxTokens: 16, Rand: half()}
+		rep, err := Run(t.Context(), cfg, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Policies {
+			checkSums(t, r)
+			t.Logf("%-11s completed %3d stopped %3d gave_up %3d http %3d rejected %3d wasted %3d after_quota %3d", r.Policy,
+				r.Completed, r.Stopped, r.GaveUp, r.HTTPRequests, r.Rejected, r.Wasted, r.RequestsAfterQuota)
+			if r.Stopped == 0 {
+				t.Errorf("%s: no call stopped on the spend cap", r.Policy)
+			}
+			if r.Policy == PolicyLimitscope && r.RequestsAfterQuota != 0 {
+				t.Errorf("limitscope: %d requests after the quota error, want 0", r.RequestsAfterQuota)
+			}
+			if r.Policy != PolicyLimitscope && r.RequestsAfterQuota == 0 {
+				t.Errorf("%s: no request after the quota error: the comparison should hammer", r.Policy)
+			}
+		}
+	})
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
