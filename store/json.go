@@ -11,27 +11,27 @@ import (
 // AttemptJSON is an attempt as `history --json` and export show it: the
 // same fields as `send --json`, plus the decision and the limits snapshot.
 type AttemptJSON struct {
-	N            int                `json:"n"`
-	Provider     string             `json:"provider"`
-	Model        string             `json:"model"`
-	Status       int                `json:"status"`
-	Class        stream.Class       `json:"class"`
-	Code         string             `json:"code"`
-	QuotaID      string             `json:"quota_id"`
-	Message      string             `json:"message"`
-	RetryAfterMs *float64           `json:"retry_after_ms"`
+	N            int                 `json:"n"`
+	Provider     string              `json:"provider"`
+	Model        string              `json:"model"`
+	Status       int                 `json:"status"`
+	Class        stream.Class        `json:"class"`
+	Code         string              `json:"code"`
+	QuotaID      string              `json:"quota_id"`
+	Message      string              `json:"message"`
+	RetryAfterMs *float64            `json:"retry_after_ms"`
 	DelaySource  *stream.DelaySource `json:"delay_source"`
-	PacedMs      float64            `json:"paced_ms"`
-	WaitedMs     float64            `json:"waited_ms"`
-	RequestID    string             `json:"request_id"`
-	MidStream    bool               `json:"mid_stream"`
-	PartialText  string             `json:"partial_text"`
-	TTFTMs       float64            `json:"ttft_ms"`
-	StartedAt    string             `json:"started_at"`
-	DurationMs   float64            `json:"duration_ms"`
-	Decision     retry.Decision     `json:"decision"`
-	NoRetry      bool               `json:"no_retry"`
-	Limits       *stream.Limits     `json:"limits"`
+	PacedMs      float64             `json:"paced_ms"`
+	WaitedMs     float64             `json:"waited_ms"`
+	RequestID    string              `json:"request_id"`
+	MidStream    bool                `json:"mid_stream"`
+	PartialText  string              `json:"partial_text"`
+	TTFTMs       float64             `json:"ttft_ms"`
+	StartedAt    string              `json:"started_at"`
+	DurationMs   float64             `json:"duration_ms"`
+	Decision     retry.Decision      `json:"decision"`
+	NoRetry      bool                `json:"no_retry"`
+	Limits       *stream.Limits      `json:"limits"`
 }
 
 // CallJSON is a call as `history --json` and export show it.
@@ -75,9 +75,6 @@ type PolicyJSON struct {
 	JitterMs       float64 `json:"jitter_ms"`
 	IgnoreCooldown bool    `json:"ignore_cooldown"`
 }
-
-// TimeFormat is how times are written: RFC 3339 UTC with fractional seconds.
-const TimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 

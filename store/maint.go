@@ -173,6 +173,7 @@ type RepairResult struct {
 	Kept     string         `json:"kept"` // where the old file now is
 	Copied   map[string]int `json:"copied"`
 	Skipped  map[string]int `json:"skipped"`
+	Salvaged map[string]int `json:"salvaged"` // of Copied, read from the pages directly
 	Problems []string       `json:"problems,omitempty"`
 }
 
@@ -204,7 +205,7 @@ func looksLikeBolt(path string) (bool, error) {
 // puts the fresh one in its place. A file that is not a bbolt file at all,
 // or a healthy file of another program, is refused and left as it is.
 func Repair(ctx context.Context, path string, now time.Time, timeout time.Duration) (RepairResult, error) {
-	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}}
+	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}}
 	ok, err := looksLikeBolt(path)
 	if err != nil {
 		return res, fmt.Errorf("repair history: %w", err)
@@ -219,7 +220,12 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	if src != nil {
 		defer func() { _ = src.Close() }()
 	} else {
-		res.Problems = append(res.Problems, openErr.Error())
+		var fe *FileError
+		if errors.As(openErr, &fe) && fe.Err != nil {
+			res.Problems = append(res.Problems, "open: "+fe.Err.Error())
+		} else {
+			res.Problems = append(res.Problems, "open: "+openErr.Error())
+		}
 	}
 
 	type rec struct{ k, v []byte }
@@ -272,6 +278,10 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 					return nil
 				})
 			})
+			var fe *FileError
+			if errors.As(err, &fe) && fe.Err != nil {
+				err = fe.Err
+			}
 			if err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: stopped at a damaged page: %v", bname, err))
 			}
@@ -279,6 +289,27 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if src == nil || len(res.Problems) > 0 {
+		// Read the pages bbolt could not reach directly.
+		found, err := salvage(path)
+		if err != nil {
+			res.Problems = append(res.Problems, "salvage: "+err.Error())
+		}
+		for _, name := range allBuckets[1:] {
+			bname := string(name)
+			have := map[string]bool{}
+			for _, r := range data[bname] {
+				have[string(r.k)] = true
+			}
+			for k, v := range found[bname] {
+				if !have[k] {
+					data[bname] = append(data[bname], rec{[]byte(k), v})
+					res.Salvaged[bname]++
+				}
+			}
+			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
+		}
 	}
 
 	tmp := path + ".repair-tmp"

@@ -25,7 +25,7 @@ type Reader struct {
 
 // Filter selects calls. Zero fields match everything.
 type Filter struct {
-	Provider string       // any target of the chain
+	Provider string // any target of the chain
 	Outcome  retry.Outcome
 	Class    stream.Class // any attempt of the call had it
 	Since    time.Time    // started at or after
@@ -238,9 +238,9 @@ type ProviderStats struct {
 	Provider       string        `json:"provider"`
 	Calls          int           `json:"calls"`
 	Running        int           `json:"running"`
-	Retried        int           `json:"retried"`         // calls that needed more than one request
-	RetriedShare   float64       `json:"retried_share"`   // Retried / Calls
-	Retries        int           `json:"retries"`         // requests after the first, summed
+	Retried        int           `json:"retried"`       // calls that needed more than one request
+	RetriedShare   float64       `json:"retried_share"` // Retried / Calls
+	Retries        int           `json:"retries"`       // requests after the first, summed
 	RetriesPerCall float64       `json:"retries_per_call"`
 	P50            time.Duration `json:"-"`
 	P95            time.Duration `json:"-"`

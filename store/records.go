@@ -256,15 +256,23 @@ func encodeCall(c *Call) []byte {
 // decodeCall reads a call record; with summary it stops after the fields list
 // and stats use. key gives the start time and the id.
 func decodeCall(key, v []byte, summary bool) (*Call, error) {
+	c, _, err := decodeCallRest(key, v, summary)
+	return c, err
+}
+
+// decodeCallRest also returns how many bytes were left over (repair's
+// salvage uses it to tell record kinds apart).
+func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 	if len(v) == 0 {
-		return nil, fmt.Errorf("call %x: empty record", key)
+		return nil, 0, fmt.Errorf("call %x: empty record", key)
 	}
 	switch v[0] {
 	case SchemaVersion:
 	case 1:
-		return decodeCallV1(key, v)
+		c, err := decodeCallV1(key, v)
+		return c, 0, err
 	default:
-		return nil, newerRecordError(v[0])
+		return nil, 0, newerRecordError(v[0])
 	}
 	c := &Call{ID: keySeq(key), Started: keyTime(key)}
 	d := dec{b: v[1:]}
@@ -299,9 +307,9 @@ func decodeCall(key, v []byte, summary bool) (*Call, error) {
 	c.HasText = f&cfText != 0
 	if summary {
 		if d.err != nil {
-			return nil, fmt.Errorf("call %d: %w", c.ID, d.err)
+			return nil, 0, fmt.Errorf("call %d: %w", c.ID, d.err)
 		}
-		return c, nil
+		return c, len(d.b), nil
 	}
 	c.Full = true
 	c.CallID = d.str()
@@ -325,9 +333,9 @@ func decodeCall(key, v []byte, summary bool) (*Call, error) {
 	c.Policy.IgnoreCooldown = d.bool()
 	c.MaxTokens = d.int()
 	if d.err != nil {
-		return nil, fmt.Errorf("call %d: %w", c.ID, d.err)
+		return nil, 0, fmt.Errorf("call %d: %w", c.ID, d.err)
 	}
-	return c, nil
+	return c, len(d.b), nil
 }
 
 // callSummaryStats is what stats needs of a call, read without allocating.
@@ -443,16 +451,22 @@ func encodeAttempt(a *retry.Attempt, callStart time.Time) []byte {
 }
 
 func decodeAttempt(key, v []byte, callStart time.Time) (retry.Attempt, error) {
+	a, _, err := decodeAttemptRest(key, v, callStart)
+	return a, err
+}
+
+func decodeAttemptRest(key, v []byte, callStart time.Time) (retry.Attempt, int, error) {
 	var a retry.Attempt
 	if len(v) == 0 {
-		return a, fmt.Errorf("attempt %x: empty record", key)
+		return a, 0, fmt.Errorf("attempt %x: empty record", key)
 	}
 	switch v[0] {
 	case SchemaVersion:
 	case 1:
-		return decodeAttemptV1(v)
+		a, err := decodeAttemptV1(v)
+		return a, 0, err
 	default:
-		return a, newerRecordError(v[0])
+		return a, 0, newerRecordError(v[0])
 	}
 	d := dec{b: v[1:]}
 	f := d.byte()
@@ -481,9 +495,9 @@ func decodeAttempt(key, v []byte, callStart time.Time) (retry.Attempt, error) {
 		a.Limits = decodeLimits(&d, a.StartedAt)
 	}
 	if d.err != nil {
-		return a, fmt.Errorf("attempt %x: %w", key, d.err)
+		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)
 	}
-	return a, nil
+	return a, len(d.b), nil
 }
 
 // window flags
@@ -569,15 +583,21 @@ func encodeSession(s *Session) []byte {
 }
 
 func decodeSession(key, v []byte) (*Session, error) {
+	s, _, err := decodeSessionRest(key, v)
+	return s, err
+}
+
+func decodeSessionRest(key, v []byte) (*Session, int, error) {
 	if len(v) == 0 {
-		return nil, fmt.Errorf("session %x: empty record", key)
+		return nil, 0, fmt.Errorf("session %x: empty record", key)
 	}
 	switch v[0] {
 	case SchemaVersion:
 	case 1:
-		return decodeSessionV1(key, v)
+		s, err := decodeSessionV1(key, v)
+		return s, 0, err
 	default:
-		return nil, newerRecordError(v[0])
+		return nil, 0, newerRecordError(v[0])
 	}
 	s := &Session{ID: keySeq(key), Started: keyTime(key)}
 	d := dec{b: v[1:]}
@@ -588,7 +608,7 @@ func decodeSession(key, v []byte) (*Session, error) {
 	s.Command = d.str()
 	s.PID = int(d.uvarint())
 	if d.err != nil {
-		return nil, fmt.Errorf("session %d: %w", s.ID, d.err)
+		return nil, 0, fmt.Errorf("session %d: %w", s.ID, d.err)
 	}
-	return s, nil
+	return s, len(d.b), nil
 }
