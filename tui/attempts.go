@@ -28,7 +28,7 @@ type logRow struct {
 // bottom, scrollable.
 type attemptLog struct {
 	rows    []*logRow
-	sel     int  // selected row when focused; -1 follows the newest
+	sel     int // selected row when focused; -1 follows the newest
 	focused bool
 }
 
@@ -117,7 +117,7 @@ func rowText(r *logRow) string {
 		if w.Asked > 0 {
 			src = "asked " + fmtDur(w.Asked) + " (" + src + ")"
 		}
-		return fmt.Sprintf("%s  %-10s %-26s %s · %s", ts, w.Target.Provider, what, src, oneLine(w.Reason))
+		return fmt.Sprintf("%s  %-9s %-35s %s · %s", ts, w.Target.Provider, what, src, oneLine(w.Reason))
 	}
 	a := &r.attempt
 	status := "-"
@@ -152,7 +152,7 @@ func rowText(r *logRow) string {
 	if rid == "" {
 		rid = "-"
 	}
-	return fmt.Sprintf("%s  %-10s %-3s %-10s %-16s %-26s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
+	return fmt.Sprintf("%s  %-9s %-3s %-10s %-20s %-28s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
 }
 
 func (r *logRow) render(w int, st *theme.Styles) string {

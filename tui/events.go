@@ -2,8 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"strings"
-	"time"
+		"time"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -101,7 +100,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 	if a.MidStream || (b != nil && b.text != "") {
 		s = "✗ The stream broke here: " + sentence + "."
 	} else {
-		s = "✗ " + upperFirst(sentence) + "."
+		s = "✗ " + sentence + "."
 	}
 	if next := decisionWords(a, r.chain); next != "" {
 		s += " " + next
@@ -142,21 +141,19 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			}
 		}
 		badge := "served by " + name
+		fallback := ""
 		if served.Provider != "" && served != t.primary {
 			why := t.primaryWhy
 			if why == "" {
 				why = "did not answer"
 			}
-			badge += " (fallback: " + t.primary.String() + " " + why + ")"
+			fallback = "fallback: primary " + t.primary.String() + " " + why
 		}
 		for i := len(t.blocks) - 1; i >= 0; i-- {
 			if b := t.blocks[i]; b.kind == blockText && !b.broken {
-				b.header, b.badgeOK, b.dirty = badge, true, true
+				b.header, b.badgeOK, b.fallback, b.dirty = badge, true, fallback, true
 				break
 			}
-		}
-		if served.Provider != "" && served != t.primary {
-			t.note(noteWarn, "A fallback served this answer instead of the primary "+t.primary.String()+".")
 		}
 	case retry.OutcomeStopped:
 		if res.CooldownHit {
@@ -197,9 +194,12 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 
 // shortWhy says briefly why an attempt failed: "429 rate_limit, asked 20s".
 func shortWhy(a *retry.Attempt) string {
-	s := statusCode(a)
-	if a.Code != "" && a.Code != string(a.Class) {
-		s += " " + string(a.Class)
+	s := string(a.Class)
+	if a.Status != 0 {
+		s = fmt.Sprintf("%d %s", a.Status, a.Class)
+	}
+	if a.MidStream {
+		s += " mid-stream"
 	}
 	if a.RetryAfter != nil {
 		s += ", asked " + fmtDur(*a.RetryAfter)
@@ -231,15 +231,16 @@ func decisionWords(a *retry.Attempt, chain []stream.Target) string {
 	return ""
 }
 
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
 
-// liveWait is the countdown under the current turn while the engine waits.
+// liveWait is the countdown under the current turn while the engine waits,
+// or the line that says a request is on its way.
 func (m *Model) liveWait() []string {
+	if m.call != nil && !m.waiting() && m.turn != nil {
+		if b := m.turn.current; b != nil && b.text == "" {
+			return []string{m.st.Subtle.Render("→ " + b.header + ": sent, waiting for the first token…")}
+		}
+		return nil
+	}
 	if !m.waiting() {
 		return nil
 	}

@@ -31,9 +31,9 @@ type runDoneMsg struct {
 type feed struct {
 	rec Recorder
 
-	mu      sync.Mutex
-	queue   []tea.Msg // pending messages, in order; eventsMsg entries are open for appending
-	wake    chan struct{}
+	mu    sync.Mutex
+	queue []tea.Msg // pending messages, in order; eventsMsg entries are open for appending
+	wake  chan struct{}
 }
 
 func newFeed(rec Recorder) *feed {

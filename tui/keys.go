@@ -68,8 +68,8 @@ func DefaultKeyMap() KeyMap {
 
 // helpKeys adapts the KeyMap to bubbles/help with help that follows focus.
 type helpKeys struct {
-	k   KeyMap
-	m   *Model
+	k KeyMap
+	m *Model
 }
 
 // ShortHelp implements help.KeyMap.

@@ -73,12 +73,13 @@ type historyShowMsg struct {
 // user fails over during a wait (cancel, then a new run on the rest of the
 // chain).
 type run struct {
-	id       string
-	chain    []stream.Target
-	cancel   context.CancelFunc
-	wait     *retry.Wait // the wait in progress, nil when none
-	waitFrom time.Time   // when it began
-	failTo   []stream.Target
+	id        string
+	chain     []stream.Target
+	cancel    context.CancelFunc
+	wait      *retry.Wait // the wait in progress, nil when none
+	waitFrom  time.Time   // when it began
+	failTo    []stream.Target
+	failFrom  retry.Wait // the wait the user failed over from
 	cancelled bool
 }
 
@@ -106,8 +107,8 @@ type Model struct {
 	hist    *historyView
 
 	callSeq int
-	call    *run   // the run in flight, nil when idle
-	turn    *turn  // the turn of the call in flight
+	call    *run  // the run in flight, nil when idle
+	turn    *turn // the turn of the call in flight
 	prompts map[string]string
 
 	showLog bool // below 24 rows the attempt log hides behind a key
@@ -122,6 +123,9 @@ type Model struct {
 	lastAnswer  string
 	lastAttempt *retry.Attempt
 	lastPrompt  string
+
+	// after schedules a message (tea.Tick); model tests replace it.
+	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
 }
 
 // New builds the console's model. Run uses it; tests drive it directly.
@@ -147,6 +151,7 @@ func New(opts Options) *Model {
 		prompts: map[string]string{},
 		showLog: true,
 		mouse:   opts.Mouse,
+		after:   tea.Tick,
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
 	m.input.Placeholder = "Type a prompt and press enter"
@@ -248,6 +253,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.KeyPressMsg:
+		m.now = m.opts.Now()
 		return m, m.key(msg)
 	}
 	return m, nil
@@ -434,7 +440,7 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 	m.statusGen++
 	m.status, m.statusErr = s, isErr
 	gen := m.statusGen
-	return tea.Tick(5*time.Second, func(time.Time) tea.Msg { return statusClearMsg{gen} })
+	return m.after(5*time.Second, func(time.Time) tea.Msg { return statusClearMsg{gen} })
 }
 
 // ensureTick starts the clock tick if something on screen counts down and it
@@ -450,7 +456,7 @@ func (m *Model) ensureTick() tea.Cmd {
 	m.ticking = true
 	m.tickGen++
 	gen := m.tickGen
-	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{gen} })
+	return m.after(d, func(time.Time) tea.Msg { return tickMsg{gen} })
 }
 
 // tickEvery is how often the clock must tick now: fast during a wait, once a
@@ -467,6 +473,7 @@ func (m *Model) tickEvery() time.Duration {
 
 // send starts a call with the prompt in the input.
 func (m *Model) send() tea.Cmd {
+	m.now = m.opts.Now()
 	prompt := strings.TrimSpace(m.input.Value())
 	if prompt == "" {
 		return nil
@@ -546,6 +553,7 @@ func (m *Model) failOverNow() tea.Cmd {
 		return m.setStatus("No fallback left after "+w.Target.String()+": esc cancels.", true)
 	}
 	m.call.failTo = slices.Clone(m.call.chain[i+1:])
+	m.call.failFrom = *w
 	m.call.cancel()
 	return m.setStatus("Failing over now to "+m.call.failTo[0].String()+"…", false)
 }
@@ -558,15 +566,12 @@ func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	r := m.call
 	m.call = nil
 	if len(r.failTo) > 0 && !r.cancelled && m.turn != nil && !m.quitting {
-		left := time.Duration(0)
-		if r.wait != nil {
-			left = r.wait.Until.Sub(m.now)
+		w := r.failFrom
+		m.turn.note(noteWarn, fmt.Sprintf("You failed over now: skipped %s's wait (%s left); trying %s.",
+			w.Target, fmtCountdown(m.now, w.Until), r.failTo[0]))
+		if w.Target == m.turn.primary && m.turn.primaryWhy != "" {
+			m.turn.primaryWhy += "; you failed over during its wait"
 		}
-		from := ""
-		if r.wait != nil {
-			from = r.wait.Target.String()
-		}
-		m.turn.note(noteWarn, fmt.Sprintf("You failed over now: skipped %s's wait (%s left); trying %s.", from, fmtDur(left), r.failTo[0]))
 		m.turn.runs++
 		id := fmt.Sprintf("%s.f%d", m.turn.callID, m.turn.runs)
 		return m.startRun(id, r.failTo)
@@ -595,24 +600,20 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 		provider = m.chain[0].Provider
 	}
 	faults := m.opts.Faults
-	if strings.Contains(fk.Name, "-") { // a scenario, e.g. failover-demo
-		return func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return faultDoneMsg{what: "scenario " + fk.Name, err: faults.SetScenario(ctx, fk.Name)}
-		}
-	}
-	f := FaultRequest{Provider: provider, Kind: fk.Name, Count: 1}
-	if fk.Name == "rate_limit" {
+	f := FaultRequest{Provider: provider, Kind: fk.Name}
+	switch fk.Name {
+	case "rate_limit":
 		f.RetryAfter = 20 * time.Second
-	}
-	if fk.Name == "overload" {
+	case "overload":
 		f.Count = 3
+	case "failover-demo":
+		f.RetryAfter = time.Minute
 	}
+	what := fk.Name + " on " + orDash(provider)
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return faultDoneMsg{what: fk.Name + " on " + provider, err: faults.Inject(ctx, f)}
+		return faultDoneMsg{what: what, err: faults.Inject(ctx, f)}
 	}
 }
 

@@ -22,18 +22,19 @@ type Runner interface {
 	Run(ctx context.Context, c retry.Call, sink func(retry.Event)) retry.Result
 }
 
-// FaultRequest is a live fault for the simulator: Kind is one of the
-// simulator's fault kinds ("rate_limit", "overload", "spend_cap",
-// "mid_stream", ...), on Provider, Count times (0: once), with RetryAfter
-// where the kind takes one. It mirrors sim.Fault so tui does not import sim.
+// FaultRequest is one live fault for the simulator. It has sim.Fault's
+// fields in sim.Fault's order, so an adapter converts it with sim.Fault(f);
+// tui does not import sim, so a simulator being rebuilt never breaks the
+// console's build.
 type FaultRequest struct {
-	Provider   string
-	Kind       string
-	RetryAfter time.Duration
-	Count      int
+	Provider   string        // "openai", ...; "" for every provider
+	Kind       string        // a simulator fault kind: "rate_limit", "overload", "spend_cap", ...
+	RetryAfter time.Duration // the delay the server names (or the failover-demo's length)
+	Count      int           // how many requests it hits (0 = 1)
+	Code       string        // an optional variant
 }
 
-// FaultInfo names a fault kind the demo keys offer.
+// FaultInfo names a fault kind the demo keys offer (sim.FaultInfo's shape).
 type FaultInfo struct {
 	Name        string
 	Description string
@@ -111,8 +112,8 @@ type Options struct {
 
 	// NoColor drops every colour (set it from NO_COLOR); states stay words.
 	NoColor bool
-	// FaultKinds lists the demo faults offered in simulated mode (sim.Faults()
-	// adapted); nil: DefaultFaultKinds.
+	// FaultKinds lists the demo faults offered in simulated mode, in key
+	// order (1-9); nil: DefaultFaultKinds.
 	FaultKinds []FaultInfo
 	// Curl renders an attempt as a curl command with the key redacted, for
 	// the copy-as-curl key; nil disables that key.
@@ -122,13 +123,19 @@ type Options struct {
 	Mouse bool
 }
 
-// DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil.
+// DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil:
+// the simulator's kinds (sim.Fault* names) that show retries, failover and
+// stops best.
 func DefaultFaultKinds() []FaultInfo {
 	return []FaultInfo{
-		{"rate_limit", "a 429 with retry-after"},
-		{"overload", "an overload burst (529/503)"},
-		{"spend_cap", "a spend cap: quota, needs a person"},
-		{"mid_stream", "an error in the middle of the stream"},
-		{"failover-demo", "the failover demo scenario"},
+		{"rate_limit", "a 429 with retry-after 20s"},
+		{"overload", "an overload burst (3 requests)"},
+		{"spend_cap", "a spend cap: a quota stop that needs a person"},
+		{"mid_stream", "HTTP 200, some text, then an error inside the stream"},
+		{"failover-demo", "the primary degrades for a minute; fallbacks stay healthy"},
+		{"daily_quota", "a per-day quota (Gemini PerDay, Groq RPD)"},
+		{"cut", "the stream is cut part-way, without its end event"},
+		{"server_error", "a 500 internal server error"},
+		{"slow_down", "429 slow_down: traffic grew too quickly"},
 	}
 }

@@ -313,8 +313,8 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	}
 	var out []string
 	for i, s := range p.list {
-		if !p.focused && i >= p.inChain {
-			break
+		if !p.focused && i >= p.inChain && (collapsed || s.info.Available) {
+			continue
 		}
 		if collapsed {
 			out = append(out, p.line(i, s, w, now, st))
@@ -447,9 +447,6 @@ func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string
 		if win == nil || (!win.HasRemaining && !win.HasLimit) {
 			return
 		}
-		if win.PerDay {
-			name += "/day"
-		}
 		frac := 1.0
 		if win.HasLimit && win.Limit > 0 {
 			frac = float64(win.Remaining) / float64(win.Limit)
@@ -472,12 +469,12 @@ func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string
 		if w < 30 {
 			bw = 4
 		}
-		line := fmt.Sprintf("%-7s", name) + bar(frac, bw, st.GaugeFull.Render, st.GaugeEmpty.Render) + " " + nums + st.Subtle.Render(tail)
+		line := fmt.Sprintf("%-4s", name) + bar(frac, bw, st.GaugeFull.Render, st.GaugeEmpty.Render) + " " + nums + st.Subtle.Render(tail)
 		out = append(out, ind+fit(line, w))
 	}
 	one("req", l.Requests)
 	one("tok", l.Tokens)
-	one("in tok", l.InputTokens)
-	one("out tok", l.OutputTokens)
+	one("in", l.InputTokens)
+	one("out", l.OutputTokens)
 	return out
 }

@@ -31,8 +31,9 @@ const (
 type block struct {
 	kind    blockKind
 	note    noteKind
-	header  string // blockText: the badge line above the text
-	badgeOK bool   // the header is the served-by badge
+	header   string // blockText: the badge line above the text
+	badgeOK  bool   // the header is the served-by badge
+	fallback string // blockText: the fallback note beside the badge
 	text    string
 	broken  bool // blockText: the attempt failed; its text is partial
 
@@ -92,12 +93,19 @@ func (b *block) render(w int, st *theme.Styles) []string {
 	}
 	switch b.kind {
 	case blockText:
-		if b.header != "" {
-			if b.badgeOK {
-				add(b.header, st.Badge.Render, "")
+		switch {
+		case b.badgeOK && b.fallback != "":
+			line := st.Badge.Render(b.header) + st.Fallback.Render(" ("+b.fallback+")")
+			if widthOf(b.header)+3+widthOf(b.fallback) <= w {
+				b.lines = append(b.lines, fit(line, w))
 			} else {
-				add(b.header, st.Subtle.Render, "")
+				add(b.header, st.Badge.Render, "")
+				add("("+b.fallback+")", st.Fallback.Render, "")
 			}
+		case b.badgeOK:
+			add(b.header, st.Badge.Render, "")
+		case b.header != "" && b.text != "":
+			add(b.header, st.Subtle.Render, "")
 		}
 		if b.text != "" {
 			if b.broken {
@@ -130,10 +138,10 @@ func (b *block) render(w int, st *theme.Styles) []string {
 // transcript is the conversation: turns, oldest first, rendered from the
 // bottom up so a frame touches only the visible lines.
 type transcript struct {
-	turns  []*turn
-	offset int // lines scrolled up from the bottom
+	turns       []*turn
+	offset      int // lines scrolled up from the bottom
 	promptCache map[*turn][]string
-	pw     int
+	pw          int
 }
 
 func newTranscript() *transcript { return &transcript{promptCache: map[*turn][]string{}} }

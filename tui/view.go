@@ -83,10 +83,12 @@ func (m *Model) render() (string, *tea.Cursor) {
 
 	switch m.mode {
 	case modeHelp:
-		m.help.ShowAll = true
-		hv := m.help.FullHelpView(helpKeys{m.keys, m}.FullHelp())
-		m.help.ShowAll = false
-		inner := append([]string{st.Subtle.Render("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere."), ""}, strings.Split(hv, "\n")...)
+		groups := helpKeys{m.keys, m}.FullHelp()
+		inner := []string{st.Subtle.Render("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere."), ""}
+		for i := 0; i < len(groups); i += 2 {
+			inner = append(inner, strings.Split(m.help.FullHelpView(groups[i:min(i+2, len(groups))]), "\n")...)
+			inner = append(inner, "")
+		}
 		lines = append(lines, box("keys", inner, w, body, false, b1(-1), t1)...)
 	case modeHistory:
 		inner := m.hist.view(w-2, body-2, st)

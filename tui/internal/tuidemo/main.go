@@ -1,0 +1,119 @@
+// Command tuidemo runs the console on the real retry engine with a scripted
+// Doer on the wall clock, for trying the TUI by hand (tmux) before the lead
+// wires `go run .`. It never touches the network.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/retry/retrytest"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/tui"
+)
+
+var (
+	openai    = stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	anthropic = stream.Target{Provider: "anthropic", Model: "claude-haiku-5-5"}
+	gemini    = stream.Target{Provider: "gemini", Model: "gemini-3.8-flash"}
+)
+
+const answer = "The primary database failed over at 14:02; writes paused for 40 s while replicas caught up. No data was lost, and the on-call engineer confirmed every replica was consistent before writes resumed."
+
+func streamed(text string, limits *stream.Limits, model string) func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+	return func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+		for _, w := range strings.SplitAfter(text, " ") {
+			select {
+			case <-ctx.Done():
+				return stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()}}
+			case <-time.After(40 * time.Millisecond):
+			}
+			onText(w)
+		}
+		if limits != nil {
+			limits.At = time.Now()
+		}
+		return stream.Result{Status: 200, RequestID: "req_" + req.Target.Provider[:3] + "011", Text: text, Model: model, FinishReason: "stop", Limits: limits, TTFT: 310 * time.Millisecond}
+	}
+}
+
+func midStream(text string) func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+	return func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+		part := text[:len(text)/2]
+		for _, w := range strings.SplitAfter(part, " ") {
+			time.Sleep(40 * time.Millisecond)
+			onText(w)
+		}
+		return stream.Result{Status: 200, Text: part, Err: &stream.Error{Class: stream.ClassOverload, Status: 200, MidStream: true, Code: "overloaded_error", Message: "Overloaded"}}
+	}
+}
+
+type faults struct{}
+
+func (faults) Inject(ctx context.Context, f tui.FaultRequest) error       { return nil }
+func (faults) SetScenario(ctx context.Context, name string) error { return nil }
+
+func main() {
+	now := time.Now()
+	lim := func(reqRem, reqLim int64, tokRem, tokLim int64) *stream.Limits {
+		return &stream.Limits{
+			Requests: &stream.Window{Limit: reqLim, Remaining: reqRem, HasLimit: true, HasRemaining: true, Reset: now.Add(41 * time.Second)},
+			Tokens:   &stream.Window{Limit: tokLim, Remaining: tokRem, HasLimit: true, HasRemaining: true, Reset: now.Add(6 * time.Minute)},
+		}
+	}
+	aLim := &stream.Limits{
+		Requests:     &stream.Window{Limit: 50, Remaining: 49, HasLimit: true, HasRemaining: true, Reset: now.Add(2 * time.Second)},
+		InputTokens:  &stream.Window{Limit: 2000000, Remaining: 2000000, HasLimit: true, HasRemaining: true, Rounded: true},
+		OutputTokens: &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
+	}
+	d := retrytest.NewDoer()
+	ra := func(s time.Duration) stream.Result {
+		r := retrytest.RateLimited(s)
+		r.Err.Code = "rate_limit_exceeded"
+		r.Err.Message = "Rate limit reached for gpt-5.4-mini on requests per min (RPM): Limit 60, Used 60."
+		r.RequestID = "req_8f2"
+		r.Limits = lim(0, 60, 148000, 150000)
+		return r
+	}
+	// Call 1: a short retry-after, then openai answers.
+	d.Script(openai.String(), ra(4*time.Second))
+	d.ScriptFunc(openai.String(), streamed(answer, lim(58, 60, 147000, 150000), "gpt-5.4-mini-2026-03-01"))
+	// Call 2: a long retry-after: the engine fails over to anthropic.
+	d.Script(openai.String(), ra(20*time.Second))
+	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
+	// Call 3: a mid-stream error, then a retry.
+	d.ScriptFunc(openai.String(), midStream(answer))
+	d.ScriptFunc(openai.String(), streamed(answer, lim(57, 60, 146000, 150000), "gpt-5.4-mini-2026-03-01"))
+	// Call 4: quota.
+	q := retrytest.Quota("insufficient_quota", stream.ScopeAccount, time.Time{})
+	q.Err.Message = "You exceeded your current quota, please check your plan and billing details."
+	d.Script(openai.String(), q)
+	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
+	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
+
+	eng := &retry.Engine{Doer: d}
+	opts := tui.Options{
+		Runner: eng,
+		Chain:  []stream.Target{openai, anthropic},
+		Targets: []tui.TargetInfo{
+			{Target: openai, Available: true},
+			{Target: anthropic, Available: true},
+			{Target: gemini, Available: false, Missing: "GEMINI_API_KEY"},
+		},
+		Policy:    retry.DefaultPolicy(),
+		MaxTokens: 256,
+		Simulated: os.Getenv("DEMO_REAL") == "",
+		Scenario:  "demo",
+		Faults:    faults{},
+		Version:   "demo",
+		NoColor:   os.Getenv("NO_COLOR") != "",
+	}
+	if err := tui.Run(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
