@@ -2,7 +2,7 @@ package tui
 
 import (
 	"fmt"
-		"time"
+	"time"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -230,7 +230,6 @@ func decisionWords(a *retry.Attempt, chain []stream.Target) string {
 	}
 	return ""
 }
-
 
 // liveWait is the countdown under the current turn while the engine waits,
 // or the line that says a request is on its way.

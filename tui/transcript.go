@@ -29,13 +29,13 @@ const (
 // block is a piece of a turn, with its wrapped, styled lines cached for one
 // width.
 type block struct {
-	kind    blockKind
-	note    noteKind
+	kind     blockKind
+	note     noteKind
 	header   string // blockText: the badge line above the text
 	badgeOK  bool   // the header is the served-by badge
 	fallback string // blockText: the fallback note beside the badge
-	text    string
-	broken  bool // blockText: the attempt failed; its text is partial
+	text     string
+	broken   bool // blockText: the attempt failed; its text is partial
 
 	lines []string
 	w     int

@@ -54,8 +54,8 @@ func midStream(text string) func(ctx context.Context, req stream.Request, onText
 
 type faults struct{}
 
-func (faults) Inject(ctx context.Context, f tui.FaultRequest) error       { return nil }
-func (faults) SetScenario(ctx context.Context, name string) error { return nil }
+func (faults) Inject(ctx context.Context, f tui.FaultRequest) error { return nil }
+func (faults) SetScenario(ctx context.Context, name string) error   { return nil }
 
 func main() {
 	now := time.Now()
