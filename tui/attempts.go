@@ -97,16 +97,20 @@ func (l *attemptLog) view(w, h int, st *theme.Styles) []string {
 		}
 		line := r.line
 		if l.focused && (i == l.sel || (l.sel < 0 && i == len(l.rows)-1)) {
-			line = st.Selected.Render(fit(rowText(r), w))
+			line = st.Selected.Render(fit(rowText(r, w < 98), w))
 		}
 		out = append(out, line)
 	}
 	return padLines(out, w, h)
 }
 
-// rowText is a row as plain text.
-func rowText(r *logRow) string {
+// rowText is a row as plain text; narrow is the compact form for terminals
+// under 100 columns.
+func rowText(r *logRow, narrow bool) string {
 	ts := r.at.Local().Format("15:04:05.000")
+	if narrow {
+		return compactRow(r)
+	}
 	if r.wait != nil {
 		w := r.wait
 		what := "wait " + fmtDur(w.Duration)
@@ -155,8 +159,43 @@ func rowText(r *logRow) string {
 	return fmt.Sprintf("%s  %-9s %-3s %-10s %-20s %-28s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
 }
 
+// compactRow is a row for a narrow terminal: time, target, what happened,
+// the delay asked and the decision.
+func compactRow(r *logRow) string {
+	ts := r.at.Local().Format("15:04:05")
+	if w := r.wait; w != nil {
+		what := "wait "
+		if w.Pacing {
+			what = "pace "
+		}
+		return fmt.Sprintf("%s %-9s %s%s (%s)", ts, w.Target.Provider, what, fmtDur(w.Duration), w.Source)
+	}
+	a := &r.attempt
+	s := fmt.Sprintf("%s %-9s ", ts, a.Target.Provider)
+	if a.Status != 0 {
+		s += fmt.Sprint(a.Status) + " "
+	}
+	s += string(a.Class)
+	if a.MidStream {
+		s += " mid-stream"
+	}
+	if a.RetryAfter != nil {
+		s += " asked " + fmtDur(*a.RetryAfter)
+	}
+	if a.Class == stream.ClassOK {
+		s += " " + fmtDur(a.Duration)
+	}
+	if a.Decision != "" && a.Decision != retry.DecideDone {
+		s += " -> " + string(a.Decision)
+	}
+	if a.RequestID != "" {
+		s += " " + a.RequestID
+	}
+	return s
+}
+
 func (r *logRow) render(w int, st *theme.Styles) string {
-	t := fit(rowText(r), w)
+	t := fit(rowText(r, w < 98), w)
 	switch {
 	case r.wait != nil:
 		return st.Wait.Render(t)

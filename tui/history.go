@@ -148,7 +148,7 @@ func (h *historyView) view(w, ht int, st *theme.Styles) []string {
 		}
 		out = append(out, "")
 		for i := range d.Attempts {
-			out = append(out, fit(rowText(&logRow{at: d.Attempts[i].StartedAt, attempt: d.Attempts[i]}), w))
+			out = append(out, fit(rowText(&logRow{at: d.Attempts[i].StartedAt, attempt: d.Attempts[i]}, w < 98), w))
 		}
 		out = append(out, "")
 		out = append(out, wrap(d.Text, w)...)

@@ -41,9 +41,13 @@ func (s *sessionStats) addCall(requests int, served bool, d time.Duration) {
 	s.p95 = sorted[max(0, i)]
 }
 
-func (s *sessionStats) String() string {
+// format renders the numbers, in full or compact for a narrow header.
+func (s *sessionStats) format(full bool) string {
 	if s.calls == 0 {
 		return "calls 0"
+	}
+	if !full {
+		return fmt.Sprintf("calls %d · retried %d%% · p95 %s", s.calls, 100*s.retried/s.calls, fmtDur(s.p95))
 	}
 	return fmt.Sprintf("calls %d · retried %d%% · req/call %.1f · wasted %d · p95 %s",
 		s.calls, 100*s.retried/s.calls, float64(s.requests)/float64(s.calls), s.wasted, fmtDur(s.p95))

@@ -416,7 +416,12 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("needs a person; no retry, no failover", iw)))
 		}
 	case "WAITING", "PAUSED":
-		out = append(out, ind+st.Wait.Render(fit(s.waitWhy, iw)))
+		for j, l := range wrap(s.waitWhy, iw) {
+			if j == 2 {
+				break
+			}
+			out = append(out, ind+st.Wait.Render(l))
+		}
 		total := s.waitUntil.Sub(s.waitFrom)
 		left := s.waitUntil.Sub(now)
 		frac := 0.0

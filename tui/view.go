@@ -196,15 +196,18 @@ func (m *Model) header(w int) string {
 	} else {
 		left += " " + st.Live.Render("LIVE")
 	}
-	right := m.stats.String() + " "
-	if m.inFlight() {
-		right = st.Accent.Render("● call in flight") + "  " + right
+	lw := ansi.StringWidth(left)
+	for _, full := range []bool{true, false} {
+		right := st.Subtle.Render(m.stats.format(full) + " ")
+		if m.inFlight() {
+			right = st.Accent.Render("● in flight") + "  " + right
+		}
+		gap := w - lw - ansi.StringWidth(right)
+		if gap >= 1 {
+			return left + strings.Repeat(" ", gap) + right
+		}
 	}
-	gap := w - ansi.StringWidth(left) - ansi.StringWidth(right)
-	if gap < 1 {
-		return fit(left, w)
-	}
-	return left + strings.Repeat(" ", gap) + st.Subtle.Render(right)
+	return fit(left, w)
 }
 
 func (m *Model) footer(w int) string {
