@@ -53,9 +53,15 @@ func TestSimRateLimited(t *testing.T) {
 // account, the others keep hammering.
 func TestSimSpendCap(t *testing.T) {
 	clearEnv(t)
+	for _, tgt := range []stream.Target{target, {Provider: "anthropic", Model: "claude-haiku-4-5"}} {
+		t.Run(tgt.Provider, func(t *testing.T) { testSpendCap(t, tgt) })
+	}
+}
+
+func testSpendCap(t *testing.T, tgt stream.Target) {
 	synctest.Test(t, func(t *testing.T) {
-		env := &SimEnv{InMemory: true, Options: sim.Options{Scenario: "spend-cap", Seed: 1, TokensPerSecond: 1e6}}
-		cfg := Config{Chain: []stream.Target{target}, Requests: 40, Concurrency: 4, Prompt: "hi", MaxTokens: 16, Rand: half()}
+		env := &SimEnv{InMemory: true, Options: sim.Options{ScenarioFile: "testdata/spendcap.ini", Seed: 1, TokensPerSecond: 1e6}}
+		cfg := Config{Chain: []stream.Target{tgt}, Requests: 40, Concurrency: 4, Prompt: "hi", MaxTokens: 16, Rand: half()}
 		rep, err := Run(t.Context(), cfg, env)
 		if err != nil {
 			t.Fatal(err)
