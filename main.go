@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/limitscope/limitscope/retry"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -25,6 +27,7 @@ type app struct {
 	stdoutTTY bool // stdout is a terminal
 	stdinTTY  bool // stdin is a terminal
 	now       func() time.Time
+	clock     retry.Clock // the engine's clock; nil: the wall clock (tests use a fake)
 }
 
 func main() {
@@ -68,6 +71,10 @@ func run(ctx context.Context, a *app, args []string) int {
 	case "-h", "--help", "help":
 		usage(a.stdout)
 		return exitOK
+	case "send":
+		return runSend(ctx, a, args[1:])
+	case "sim":
+		return runSim(ctx, a, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(a.stdout, "limitscope", version)
 		return exitOK
