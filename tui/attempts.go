@@ -101,7 +101,7 @@ func (l *attemptLog) view(w, h int, st *theme.Styles) []string {
 		}
 		out = append(out, line)
 	}
-	return padLines(out, w, h)
+	return padFitted(out, w, h)
 }
 
 // rowText is a row as plain text; narrow is the compact form for terminals

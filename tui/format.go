@@ -117,6 +117,66 @@ func bar(frac float64, n int, full, empty func(...string) string) string {
 	return full(strings.Repeat("█", f)) + empty(strings.Repeat("░", n-f))
 }
 
+// padFitted pads lines already exactly w cells wide to h lines.
+func padFitted(lines []string, w, h int) []string {
+	if len(lines) >= h {
+		return lines[:h]
+	}
+	out := make([]string, 0, h)
+	out = append(out, lines...)
+	blank := strings.Repeat(" ", w)
+	for len(out) < h {
+		out = append(out, blank)
+	}
+	return out
+}
+
+// chrome is a box's styled frame, cached per title, width and focus.
+type chrome struct {
+	top, side, bottom, blank string
+}
+
+type chromeKey struct {
+	title   string
+	w       int
+	focused bool
+}
+
+// box frames lines (exactly w-2 cells each when fitted) in the cached
+// chrome, giving exactly h lines of w cells.
+func (m *Model) box(title string, lines []string, w, h int, fitted, focused bool) []string {
+	if w < 4 || h < 2 {
+		return nil
+	}
+	k := chromeKey{title, w, focused}
+	c, ok := m.chrome[k]
+	if !ok {
+		border := m.st.Border.Render
+		if focused {
+			border = m.st.BorderFocused.Render
+		}
+		b := box(title, nil, w, 3, false, border, m.st.PaneTitle.Render)
+		c = &chrome{top: b[0], side: border("│"), bottom: b[2], blank: strings.Repeat(" ", w-2)}
+		if len(m.chrome) > 64 {
+			clear(m.chrome)
+		}
+		m.chrome[k] = c
+	}
+	out := make([]string, 0, h)
+	out = append(out, c.top)
+	for i := 0; i < h-2; i++ {
+		l := c.blank
+		if i < len(lines) {
+			l = lines[i]
+			if !fitted {
+				l = fit(l, w-2)
+			}
+		}
+		out = append(out, c.side+l+c.side)
+	}
+	return append(out, c.bottom)
+}
+
 // box frames lines (already fitted to w-2 cells) with a single-line border
 // and a title, giving exactly h lines of w cells. With fitted, the lines are
 // known to be exactly w-2 cells already.

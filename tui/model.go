@@ -124,6 +124,14 @@ type Model struct {
 	lastAttempt *retry.Attempt
 	lastPrompt  string
 
+	chrome     map[chromeKey]*chrome
+	headerKey  string
+	headerLine string
+	footerKey  string
+	footerLine string
+	inputKey   string
+	inputLine  string
+
 	// after schedules a message (tea.Tick); model tests replace it.
 	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
 }
@@ -152,6 +160,7 @@ func New(opts Options) *Model {
 		showLog: true,
 		mouse:   opts.Mouse,
 		after:   tea.Tick,
+		chrome:  map[chromeKey]*chrome{},
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
 	m.input.Placeholder = "Type a prompt and press enter"
@@ -164,6 +173,8 @@ func New(opts Options) *Model {
 
 func (m *Model) applyTheme() {
 	m.st = theme.New(m.dark, m.opts.NoColor)
+	clear(m.chrome)
+	m.headerKey, m.footerKey, m.inputKey = "", "", ""
 	m.help.Styles = m.st.Help
 	is := textinput.DefaultStyles(m.dark)
 	if m.opts.NoColor {

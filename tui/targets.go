@@ -328,6 +328,9 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	if len(out) == 0 {
 		out = append(out, st.Subtle.Render("No target in the chain: tab here, space adds one."))
 	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
 	p.cache, p.cacheKey = out, key
 	return out
 }

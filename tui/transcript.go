@@ -40,6 +40,42 @@ type block struct {
 	lines []string
 	w     int
 	dirty bool
+
+	// The text's finished paragraphs, wrapped once: a token re-wraps only
+	// the paragraph it extends.
+	stable    []string
+	stableEnd int // bytes of text covered by stable
+	stableW   int
+	stableBrk bool
+}
+
+// wrapLines wraps plain text to w cells and styles it, each line padded to
+// exactly w cells.
+func wrapLines(dst []string, s string, w int, style func(...string) string, indent string) []string {
+	iw := widthOf(indent)
+	for _, l := range wrap(s, w-iw) {
+		pad := max(0, w-iw-widthOf(l))
+		line := indent + l
+		if style != nil && l != "" {
+			line = indent + style(l)
+		}
+		dst = append(dst, line+strings.Repeat(" ", pad))
+	}
+	return dst
+}
+
+// textLines wraps the block's text incrementally.
+func (b *block) textLines(w int, style func(...string) string) []string {
+	if b.stableW != w || b.stableBrk != b.broken || b.stableEnd > len(b.text) {
+		b.stable, b.stableEnd, b.stableW, b.stableBrk = nil, 0, w, b.broken
+	}
+	if i := strings.LastIndexByte(b.text[b.stableEnd:], '\n'); i >= 0 {
+		for _, p := range strings.Split(b.text[b.stableEnd:b.stableEnd+i], "\n") {
+			b.stable = wrapLines(b.stable, p, w, style, "")
+		}
+		b.stableEnd += i + 1
+	}
+	return wrapLines(b.stable[:len(b.stable):len(b.stable)], b.text[b.stableEnd:], w, style, "")
 }
 
 // turn is one prompt and everything that answered it.
@@ -79,17 +115,7 @@ func (b *block) render(w int, st *theme.Styles) []string {
 	b.w, b.dirty = w, false
 	b.lines = b.lines[:0]
 	add := func(s string, style func(...string) string, indent string) {
-		for _, l := range wrap(s, w-len(indent)) {
-			line := indent + l
-			pad := w - len([]rune(indent)) - widthOf(l)
-			if pad < 0 {
-				pad = 0
-			}
-			if style != nil && l != "" {
-				line = indent + style(l)
-			}
-			b.lines = append(b.lines, line+strings.Repeat(" ", pad))
-		}
+		b.lines = wrapLines(b.lines, s, w, style, indent)
 	}
 	switch b.kind {
 	case blockText:
@@ -108,11 +134,11 @@ func (b *block) render(w int, st *theme.Styles) []string {
 			add(b.header, st.Subtle.Render, "")
 		}
 		if b.text != "" {
+			var style func(...string) string
 			if b.broken {
-				add(b.text, st.Partial.Render, "")
-			} else {
-				add(b.text, nil, "")
+				style = st.Partial.Render
 			}
+			b.lines = append(b.lines, b.textLines(w, style)...)
 		}
 	case blockNote:
 		var style func(...string) string
@@ -156,6 +182,7 @@ func (c *transcript) invalidate() {
 	for _, t := range c.turns {
 		for _, b := range t.blocks {
 			b.dirty = true
+			b.stableW = 0
 		}
 	}
 	c.promptCache = map[*turn][]string{}
@@ -203,8 +230,12 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 	var rev [][]string
 	n := 0
 	if len(live) > 0 {
-		rev = append(rev, live)
-		n += len(live)
+		fl := make([]string, len(live))
+		for i, l := range live {
+			fl[i] = fit(l, w)
+		}
+		rev = append(rev, fl)
+		n += len(fl)
 	}
 	blank := []string{strings.Repeat(" ", w)}
 	for i := len(c.turns) - 1; i >= 0 && n < need; i-- {
@@ -236,10 +267,7 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 	end := len(all) - c.offset
 	start := max(0, end-h)
 	out := all[start:end]
-	if len(out) < h {
-		out = padLines(out, w, h)
-	}
-	return out
+	return padFitted(out, w, h)
 }
 
 // padLines pads lines to h lines of w cells.

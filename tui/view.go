@@ -70,16 +70,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 	lines := make([]string, 0, h)
 	lines = append(lines, m.header(w))
 	body := m.bodyHeight()
-	border := st.Border.Render
-	focusBorder := func(f focus) func(...string) string {
-		if m.focus == f && m.mode == modeMain {
-			return st.BorderFocused.Render
-		}
-		return border
-	}
-	title := st.PaneTitle.Render
-	b1 := focusBorder
-	t1 := title
+	isF := func(f focus) bool { return m.focus == f && m.mode == modeMain }
 
 	switch m.mode {
 	case modeHelp:
@@ -89,10 +80,10 @@ func (m *Model) render() (string, *tea.Cursor) {
 			inner = append(inner, strings.Split(m.help.FullHelpView(groups[i:min(i+2, len(groups))]), "\n")...)
 			inner = append(inner, "")
 		}
-		lines = append(lines, box("keys", inner, w, body, false, b1(-1), t1)...)
+		lines = append(lines, m.box("keys", inner, w, body, false, false)...)
 	case modeHistory:
 		inner := m.hist.view(w-2, body-2, st)
-		lines = append(lines, box("history", inner, w, body, true, b1(-1), t1)...)
+		lines = append(lines, m.box("history", inner, w, body, true, false)...)
 	case modeFaults:
 		inner := []string{st.Subtle.Render("Inject a fault into the simulator; the next prompt meets it."), ""}
 		prov := "-"
@@ -106,7 +97,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 			inner = append(inner, fmt.Sprintf(" %s  %-16s %s", st.Accent.Render(fmt.Sprint(i+1)), f.Name, st.Subtle.Render(f.Description)))
 		}
 		inner = append(inner, "", st.Subtle.Render("Faults hit the primary ("+prov+"). esc closes."))
-		lines = append(lines, box("demo faults", inner, w, body, false, b1(-1), t1)...)
+		lines = append(lines, m.box("demo faults", inner, w, body, false, false)...)
 	default:
 		lh := m.logHeight()
 		top := body - lh
@@ -115,8 +106,8 @@ func (m *Model) render() (string, *tea.Cursor) {
 			tw := min(44, max(34, w*32/100))
 			cw := w - tw
 			tl := m.targets.view(tw-2, false, m.now, st)
-			tb := box("targets", tl, tw, top, false, b1(focusTargets), t1)
-			cb := box(m.convTitle(), m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome()), cw, top, true, b1(focusConversation), t1)
+			tb := m.box("targets", tl, tw, top, true, isF(focusTargets))
+			cb := m.box(m.convTitle(), m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome()), cw, top, true, isF(focusConversation))
 			for i := range tb {
 				convLines = append(convLines, tb[i]+cb[i])
 			}
@@ -127,19 +118,23 @@ func (m *Model) render() (string, *tea.Cursor) {
 				start := min(max(0, m.targets.cursor-(th-3)), len(tl)-(th-2))
 				tl = tl[start:]
 			}
-			convLines = append(convLines, box("targets", tl, w, th, false, b1(focusTargets), t1)...)
+			convLines = append(convLines, m.box("targets", tl, w, th, true, isF(focusTargets))...)
 			ch := top - th
-			convLines = append(convLines, box(m.convTitle(), m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome()), w, ch, true, b1(focusConversation), t1)...)
+			convLines = append(convLines, m.box(m.convTitle(), m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome()), w, ch, true, isF(focusConversation))...)
 		}
 		lines = append(lines, convLines...)
 		if lh > 0 {
-			lines = append(lines, box("attempts", m.log.view(w-2, lh-2, st), w, lh, true, b1(focusAttempts), t1)...)
+			lines = append(lines, m.box("attempts", m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
 		}
 	}
 
 	inputRow := len(lines)
-	in := m.input.View()
-	lines = append(lines, box("", []string{in}, w, 3, false, b1(focusInput), t1)...)
+	ik := fmt.Sprintf("%d/%v/%d/%s", m.input.Position(), m.input.Focused(), m.input.Width(), m.input.Value())
+	if ik != m.inputKey {
+		m.inputKey, m.inputLine = ik, fit(m.input.View(), w-2)
+	}
+	in := m.inputLine
+	lines = append(lines, m.box("", []string{in}, w, 3, true, isF(focusInput))...)
 	lines = append(lines, m.footer(w))
 
 	var cur *tea.Cursor
@@ -185,6 +180,14 @@ func (m *Model) welcome() []string {
 }
 
 func (m *Model) header(w int) string {
+	key := fmt.Sprintf("%d/%d/%v/%v", w, m.stats.calls, m.inFlight(), m.st.Dark)
+	if key != m.headerKey {
+		m.headerKey, m.headerLine = key, m.renderHeader(w)
+	}
+	return m.headerLine
+}
+
+func (m *Model) renderHeader(w int) string {
 	st := &m.st
 	left := " " + st.Title.Render("limitscope") + " "
 	if m.opts.Simulated {
@@ -211,6 +214,14 @@ func (m *Model) header(w int) string {
 }
 
 func (m *Model) footer(w int) string {
+	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.st.Dark)
+	if key != m.footerKey {
+		m.footerKey, m.footerLine = key, m.renderFooter(w)
+	}
+	return m.footerLine
+}
+
+func (m *Model) renderFooter(w int) string {
 	if m.status != "" {
 		if m.statusErr {
 			return fit(" "+m.st.StatusError.Render(m.status), w)
