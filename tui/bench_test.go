@@ -83,4 +83,3 @@ func BenchmarkFrameView(b *testing.B) {
 		})
 	}
 }
-

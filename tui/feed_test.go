@@ -16,7 +16,7 @@ func TestFeedCoalescesTextAndKeepsEverythingElse(t *testing.T) {
 	f := newFeed(nil)
 	f.sink(retry.Event{Kind: retry.EventAttemptStart, CallID: "c"})
 	for i := 0; i < 100; i++ {
-		f.sink(retry.Event{Kind: retry.EventText, CallID: "c", Text: fmt.Sprint(i%10)})
+		f.sink(retry.Event{Kind: retry.EventText, CallID: "c", Text: fmt.Sprint(i % 10)})
 	}
 	f.sink(retry.Event{Kind: retry.EventAttemptEnd, CallID: "c"})
 	f.sink(retry.Event{Kind: retry.EventText, CallID: "c", Text: "x"})
