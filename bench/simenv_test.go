@@ -15,7 +15,7 @@ func clearEnv(t *testing.T) {
 	}
 }
 
-// Every policy against a fresh in-memory simulator at 60 requests a minute,
+// Every policy against a fresh in-memory simulator at 20 requests a minute,
 // in virtual time.
 func TestSimRateLimited(t *testing.T) {
 	clearEnv(t)
@@ -24,7 +24,7 @@ func TestSimRateLimited(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				env := &SimEnv{InMemory: true, Options: sim.Options{ScenarioFile: "testdata/ratelimited.ini", Seed: 1,
 					TokensPerSecond: 1e6}}
-				cfg := Config{Chain: []stream.Target{tgt}, Requests: 120, Concurrency: 16, Prompt: "hi", MaxTokens: 16, Rand: half()}
+				cfg := Config{Chain: []stream.Target{tgt}, Requests: 60, Concurrency: 8, Prompt: "hi", MaxTokens: 16, Rand: half()}
 				rep, err := Run(t.Context(), cfg, env)
 				if err != nil {
 					t.Fatal(err)
@@ -37,12 +37,12 @@ func TestSimRateLimited(t *testing.T) {
 					if r.Rejected < ls.Rejected {
 						t.Errorf("%s rejected %d < limitscope's %d", r.Policy, r.Rejected, ls.Rejected)
 					}
-					if r.LimitPerS == nil || *r.LimitPerS != 1 {
-						t.Errorf("%s: limit_per_s %v, want 1 (60 a minute, from the headers)", r.Policy, deref(r.LimitPerS))
+					if r.LimitPerS == nil || *r.LimitPerS != 0.333 {
+						t.Errorf("%s: limit_per_s %v, want 0.333 (20 a minute, from the headers)", r.Policy, deref(r.LimitPerS))
 					}
 				}
-				if ls.Completed != 120 || ls.RequestsAfterQuota != 0 {
-					t.Errorf("limitscope: completed %d, after quota %d; want 120 and 0", ls.Completed, ls.RequestsAfterQuota)
+				if ls.Completed != 60 || ls.RequestsAfterQuota != 0 {
+					t.Errorf("limitscope: completed %d, after quota %d; want 60 and 0", ls.Completed, ls.RequestsAfterQuota)
 				}
 			})
 		})
