@@ -108,6 +108,12 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 				return f, err
 			},
 		}
+		if write && statErr == nil {
+			// Room to grow without remapping (which copies every dirty
+			// node) in the middle of a batch; the mapping is only address
+			// space.
+			opts.InitialMmapSize = int(max(64<<20, 2*before.Size()))
+		}
 		db, err = safeOpen(path, opts)
 		if err != nil {
 			return nil, classifyOpenError(path, err)

@@ -386,7 +386,7 @@ func validRecord(bucket, k, v []byte) bool {
 		_, err := decodeCall(k, v, false)
 		return err == nil && len(k) == keyLen
 	case string(bAttempts):
-		_, err := decodeAttempt(k, v, keyTime(k))
+		_, err := decodeAttempt(k, v, keyTime(k), nil)
 		return err == nil && len(k) == keyLen+2
 	case string(bSessions):
 		_, err := decodeSession(k, v)

@@ -178,9 +178,9 @@ func migrate(tx *bolt.Tx, from int) error {
 				if a.PartialText != "" {
 					textPuts = append(textPuts, kv{textKey(key, textPartial, a.N), []byte(a.PartialText)})
 				}
-				attPuts = append(attPuts, kv{append([]byte(nil), ak...), encodeAttempt(&a, c.Started)})
+				attPuts = append(attPuts, kv{append([]byte(nil), ak...), encodeAttempt(&a, c.Started, c.Chain)})
 			} else {
-				if a, err = decodeAttempt(ak, av, c.Started); err != nil {
+				if a, err = decodeAttempt(ak, av, c.Started, c.Chain); err != nil {
 					return err
 				}
 			}

@@ -181,7 +181,7 @@ func (r *Reader) Show(ctx context.Context, id string) (*Call, error) {
 				call.Prompt, call.Text = j.Prompt, j.Text
 			}
 		}
-		call.AttemptsList, err = readAttempts(tx, key, call.Started)
+		call.AttemptsList, err = readAttempts(tx, key, call.Started, call.Chain)
 		if err != nil {
 			return err
 		}
@@ -215,7 +215,7 @@ func (r *Reader) Show(ctx context.Context, id string) (*Call, error) {
 	return out, nil
 }
 
-func readAttempts(tx *bolt.Tx, key []byte, start time.Time) ([]retry.Attempt, error) {
+func readAttempts(tx *bolt.Tx, key []byte, start time.Time, chain []stream.Target) ([]retry.Attempt, error) {
 	b := tx.Bucket(bAttempts)
 	if b == nil {
 		return nil, nil
@@ -223,7 +223,7 @@ func readAttempts(tx *bolt.Tx, key []byte, start time.Time) ([]retry.Attempt, er
 	var out []retry.Attempt
 	c := b.Cursor()
 	for k, v := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, v = c.Next() {
-		a, err := decodeAttempt(k, v, start)
+		a, err := decodeAttempt(k, v, start, chain)
 		if err != nil {
 			return nil, err
 		}
@@ -401,7 +401,7 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 			if !f.match(call) {
 				continue
 			}
-			if call.AttemptsList, err = readAttempts(tx, k, call.Started); err != nil {
+			if call.AttemptsList, err = readAttempts(tx, k, call.Started, call.Chain); err != nil {
 				return err
 			}
 			if !noText {

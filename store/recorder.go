@@ -88,6 +88,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	queue   []item
+	spare   []item // the last committed queue's array, for reuse
 	urgent  bool
 	waiters []chan error
 	closed  bool
@@ -363,8 +364,10 @@ type kv struct{ k, v []byte }
 func (r *Recorder) commit() error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
+	// Take the queue; on failure it is put back in front of what came since.
 	r.mu.Lock()
-	items := slices.Clone(r.queue)
+	items := r.queue
+	r.queue, r.spare = r.spare[:0], nil
 	r.urgent = false
 	r.mu.Unlock()
 	if len(items) == 0 {
@@ -380,13 +383,14 @@ func (r *Recorder) commit() error {
 	})
 	r.file.Unlock()
 	if err != nil {
+		r.mu.Lock()
+		r.queue = append(items, r.queue...)
+		r.mu.Unlock()
 		return err
 	}
+	clear(items) // drop the references; the array is reused
 	r.mu.Lock()
-	r.queue = r.queue[len(items):]
-	if len(r.queue) == 0 {
-		r.queue = nil
-	}
+	r.spare = items[:0]
 	r.mu.Unlock()
 	r.sessionKey = sessionKey
 	for id, cs := range touched {
@@ -515,7 +519,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []by
 			idPuts = append(idPuts, kv{seqKey(cs.rec.ID), cs.key})
 		}
 		for n, a := range cs.attempts {
-			attPuts = append(attPuts, kv{attemptKey(cs.key, n), encodeAttempt(&a, cs.rec.Started)})
+			attPuts = append(attPuts, kv{attemptKey(cs.key, n), encodeAttempt(&a, cs.rec.Started, cs.rec.Chain)})
 			if a.PartialText != "" && !noContent {
 				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, n), []byte(a.PartialText)})
 			}

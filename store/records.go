@@ -162,6 +162,116 @@ func outcomeByte(o retry.Outcome) byte {
 	return 255
 }
 
+// Small vocabularies are written as one byte: the index in their table
+// (0 is ""), or 255 and the string for a value the table lacks.
+var (
+	classTable    = []string{"", "ok", "quota", "caller", "rate_limit", "overload", "server", "connection", "timeout", "cancelled"}
+	decisionTable = []string{"", "done", "retry", "fail over", "stop", "fail", "defer", "give up", "cancel"}
+	sourceTable   = []string{"", "retry-after-ms", "retry-after", "retry-info", "message", "reset", "backoff"}
+)
+
+func (e *enc) enum(s string, table []string) {
+	for i, k := range table {
+		if k == s {
+			e.byte(byte(i))
+			return
+		}
+	}
+	e.byte(255)
+	e.str(s)
+}
+
+func (d *dec) enum(table []string) string {
+	b := d.byte()
+	if int(b) < len(table) {
+		return table[b]
+	}
+	if b == 255 {
+		return d.str()
+	}
+	d.fail()
+	return ""
+}
+
+// target writes t as its index in chain, or 255 and the target itself.
+func (e *enc) target(t stream.Target, chain []stream.Target) {
+	for i, c := range chain {
+		if c == t && i < 255 {
+			e.byte(byte(i))
+			return
+		}
+	}
+	e.byte(255)
+	e.str(t.Provider)
+	e.str(t.Model)
+}
+
+func (d *dec) target(chain []stream.Target) stream.Target {
+	b := d.byte()
+	if b == 255 {
+		return stream.Target{Provider: d.str(), Model: d.str()}
+	}
+	if int(b) < len(chain) {
+		return chain[b]
+	}
+	if chain == nil && d.err == nil { // read without its call (repair)
+		return stream.Target{}
+	}
+	d.fail()
+	return stream.Target{}
+}
+
+// servedBy writes the serving target as the chain entry of the same
+// provider plus its model when the provider reported another one.
+func (e *enc) servedBy(t stream.Target, chain []stream.Target) {
+	for i, c := range chain {
+		if c.Provider == t.Provider && i < 255 {
+			e.byte(byte(i))
+			if c.Model == t.Model {
+				e.byte(0)
+			} else {
+				e.byte(1)
+				e.str(t.Model)
+			}
+			return
+		}
+	}
+	e.byte(255)
+	e.str(t.Provider)
+	e.str(t.Model)
+}
+
+func (d *dec) servedBy(chain []stream.Target) stream.Target {
+	b := d.byte()
+	if b == 255 || int(b) >= len(chain) {
+		if b != 255 {
+			d.fail()
+		}
+		return stream.Target{Provider: d.str(), Model: d.str()}
+	}
+	t := chain[b]
+	if d.byte() == 1 {
+		t.Model = d.str()
+	}
+	return t
+}
+
+func (d *dec) skipServedBy() {
+	if d.byte() == 255 {
+		d.skipStr()
+		d.skipStr()
+	} else if d.byte() == 1 {
+		d.skipStr()
+	}
+}
+
+// Policies are mostly the default: a kind byte says which.
+const (
+	policyZero    = 0
+	policyDefault = 1
+	policyOwn     = 2
+)
+
 // call flags
 const (
 	cfEnded = 1 << iota
@@ -216,8 +326,7 @@ func encodeCall(c *Call) []byte {
 		e.str(t.Model)
 	}
 	if c.ServedBy != nil {
-		e.str(c.ServedBy.Provider)
-		e.str(c.ServedBy.Model)
+		e.servedBy(*c.ServedBy, c.Chain)
 	}
 	e.uvarint(uint64(c.Attempts))
 	e.dur(c.Waited)
@@ -231,7 +340,7 @@ func encodeCall(c *Call) []byte {
 		e.uvarint(uint64(c.Usage.OutputTokens))
 	}
 	if c.Err != nil {
-		e.str(string(c.Err.Class))
+		e.enum(string(c.Err.Class), classTable)
 		e.str(c.Err.Provider)
 		e.uvarint(uint64(c.Err.Status))
 		e.str(c.Err.Code)
@@ -240,6 +349,20 @@ func encodeCall(c *Call) []byte {
 	e.timeRel(c.RetryAt, c.Started)
 	e.timeRel(c.CooldownUntil, c.Started)
 	p := c.Policy
+	switch p {
+	case retry.Policy{}:
+		e.byte(policyZero)
+	case retry.DefaultPolicy():
+		e.byte(policyDefault)
+	default:
+		e.byte(policyOwn)
+		encodePolicy(&e, &p)
+	}
+	e.varint(int64(c.MaxTokens))
+	return e.b
+}
+
+func encodePolicy(e *enc, p *retry.Policy) {
 	e.varint(int64(p.MaxAttempts))
 	e.varint(int64(p.TriesPerTarget))
 	e.dur(p.FailoverWait)
@@ -249,8 +372,6 @@ func encodeCall(c *Call) []byte {
 	e.dur(p.BackoffCap)
 	e.dur(p.Jitter)
 	e.bool(p.IgnoreCooldown)
-	e.varint(int64(c.MaxTokens))
-	return e.b
 }
 
 // decodeCall reads a call record; with summary it stops after the fields list
@@ -296,7 +417,8 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 		d.fail()
 	}
 	if f&cfServed != 0 {
-		c.ServedBy = &stream.Target{Provider: d.str(), Model: d.str()}
+		sb := d.servedBy(c.Chain)
+		c.ServedBy = &sb
 	}
 	c.Attempts = int(d.uvarint())
 	c.Waited = d.dur()
@@ -318,19 +440,27 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 		c.Usage = &stream.Usage{InputTokens: int(d.uvarint()), OutputTokens: int(d.uvarint())}
 	}
 	if f&cfErr != 0 {
-		c.Err = &CallError{Class: stream.Class(d.str()), Provider: d.str(), Status: int(d.uvarint()), Code: d.str(), Message: d.str()}
+		c.Err = &CallError{Class: stream.Class(d.enum(classTable)), Provider: d.str(), Status: int(d.uvarint()), Code: d.str(), Message: d.str()}
 	}
 	c.RetryAt = d.timeRel(c.Started)
 	c.CooldownUntil = d.timeRel(c.Started)
-	c.Policy.MaxAttempts = d.int()
-	c.Policy.TriesPerTarget = d.int()
-	c.Policy.FailoverWait = d.dur()
-	c.Policy.MaxWait = d.dur()
-	c.Policy.Deadline = d.dur()
-	c.Policy.BackoffBase = d.dur()
-	c.Policy.BackoffCap = d.dur()
-	c.Policy.Jitter = d.dur()
-	c.Policy.IgnoreCooldown = d.bool()
+	switch d.byte() {
+	case policyZero:
+	case policyDefault:
+		c.Policy = retry.DefaultPolicy()
+	case policyOwn:
+		c.Policy.MaxAttempts = d.int()
+		c.Policy.TriesPerTarget = d.int()
+		c.Policy.FailoverWait = d.dur()
+		c.Policy.MaxWait = d.dur()
+		c.Policy.Deadline = d.dur()
+		c.Policy.BackoffBase = d.dur()
+		c.Policy.BackoffCap = d.dur()
+		c.Policy.Jitter = d.dur()
+		c.Policy.IgnoreCooldown = d.bool()
+	default:
+		d.fail()
+	}
 	c.MaxTokens = d.int()
 	if d.err != nil {
 		return nil, 0, fmt.Errorf("call %d: %w", c.ID, d.err)
@@ -388,8 +518,7 @@ func decodeCallStat(key, v []byte, s *callStat) error {
 		}
 	}
 	if f&cfServed != 0 {
-		d.skipStr()
-		d.skipStr()
+		d.skipServedBy()
 	}
 	s.attempts = int(d.uvarint())
 	d.dur()
@@ -408,7 +537,7 @@ const (
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
 // which lives in the text bucket. callStart is the call key's time.
-func encodeAttempt(a *retry.Attempt, callStart time.Time) []byte {
+func encodeAttempt(a *retry.Attempt, callStart time.Time, chain []stream.Target) []byte {
 	e := enc{b: make([]byte, 0, 96+len(a.Message)+len(a.Code)+len(a.RequestID))}
 	e.byte(SchemaVersion)
 	var f byte
@@ -426,36 +555,37 @@ func encodeAttempt(a *retry.Attempt, callStart time.Time) []byte {
 	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
-	e.str(a.Target.Provider)
-	e.str(a.Target.Model)
+	e.target(a.Target, chain)
 	e.uvarint(uint64(a.Status))
-	e.str(string(a.Class))
+	e.enum(string(a.Class), classTable)
 	e.str(a.Code)
 	e.str(a.QuotaID)
 	e.str(a.Message)
 	if a.RetryAfter != nil {
 		e.dur(*a.RetryAfter)
 	}
-	e.str(string(a.DelaySource))
+	e.enum(string(a.DelaySource), sourceTable)
 	e.dur(a.Paced)
 	e.dur(a.Waited)
 	e.str(a.RequestID)
 	e.dur(a.TTFT)
 	e.timeRel(a.StartedAt, callStart)
 	e.dur(a.Duration)
-	e.str(string(a.Decision))
+	e.enum(string(a.Decision), decisionTable)
 	if a.Limits != nil {
 		encodeLimits(&e, a.Limits, a.StartedAt)
 	}
 	return e.b
 }
 
-func decodeAttempt(key, v []byte, callStart time.Time) (retry.Attempt, error) {
-	a, _, err := decodeAttemptRest(key, v, callStart)
+// decodeAttempt reads an attempt of the call that started at callStart with
+// chain (nil when unknown: the target then reads as zero unless stored).
+func decodeAttempt(key, v []byte, callStart time.Time, chain []stream.Target) (retry.Attempt, error) {
+	a, _, err := decodeAttemptRest(key, v, callStart, chain)
 	return a, err
 }
 
-func decodeAttemptRest(key, v []byte, callStart time.Time) (retry.Attempt, int, error) {
+func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target) (retry.Attempt, int, error) {
 	var a retry.Attempt
 	if len(v) == 0 {
 		return a, 0, fmt.Errorf("attempt %x: empty record", key)
@@ -471,9 +601,9 @@ func decodeAttemptRest(key, v []byte, callStart time.Time) (retry.Attempt, int, 
 	d := dec{b: v[1:]}
 	f := d.byte()
 	a.N = int(d.uvarint())
-	a.Target = stream.Target{Provider: d.str(), Model: d.str()}
+	a.Target = d.target(chain)
 	a.Status = int(d.uvarint())
-	a.Class = stream.Class(d.str())
+	a.Class = stream.Class(d.enum(classTable))
 	a.Code = d.str()
 	a.QuotaID = d.str()
 	a.Message = d.str()
@@ -481,14 +611,14 @@ func decodeAttemptRest(key, v []byte, callStart time.Time) (retry.Attempt, int, 
 		ra := d.dur()
 		a.RetryAfter = &ra
 	}
-	a.DelaySource = stream.DelaySource(d.str())
+	a.DelaySource = stream.DelaySource(d.enum(sourceTable))
 	a.Paced = d.dur()
 	a.Waited = d.dur()
 	a.RequestID = d.str()
 	a.TTFT = d.dur()
 	a.StartedAt = d.timeRel(callStart)
 	a.Duration = d.dur()
-	a.Decision = retry.Decision(d.str())
+	a.Decision = retry.Decision(d.enum(decisionTable))
 	a.MidStream = f&afMidStream != 0
 	a.NoRetry = f&afNoRetry != 0
 	if f&afLimits != 0 {

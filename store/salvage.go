@@ -74,7 +74,7 @@ func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), 
 	case len(k) == keyLen+3 && (k[keyLen] == textPrompt || k[keyLen] == textAnswer || k[keyLen] == textPartial):
 		put(string(bText), k, v, longer(v))
 	case len(k) == keyLen+2 && v[0] == SchemaVersion:
-		if _, rest, err := decodeAttemptRest(k, v, keyTime(k)); err == nil && rest == 0 {
+		if _, rest, err := decodeAttemptRest(k, v, keyTime(k), nil); err == nil && rest == 0 {
 			put(string(bAttempts), k, v, longer(v))
 		}
 	case len(k) == keyLen && v[0] == SchemaVersion:

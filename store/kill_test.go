@@ -1,0 +1,148 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+const childEnv = "LIMITSCOPE_STORE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		writerChild(path)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func heavySpec(id string, i int) spec {
+	s := spec{id: id, start: t0.Add(time.Duration(i) * time.Millisecond), chain: []stream.Target{tAnthropic, tOpenAI},
+		classes: []stream.Class{stream.ClassOverload, stream.ClassRateLimit, stream.ClassOK}, outcome: retry.OutcomeOK,
+		prompt: "prompt " + id, text: strings.Repeat("answer "+id+" ", 20), wait: 10 * time.Millisecond}
+	return s
+}
+
+// writerChild writes calls as fast as it can from several goroutines and
+// prints "ack ID" for each call once Flush has committed it.
+func writerChild(path string) {
+	r := NewRecorder(path, SessionInfo{Command: "child"}, Options{Retention: -1})
+	var out sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100000; i++ {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				c, evs := heavySpec(id, g*100000+i).events()
+				sink := r.Sink(c, nil)
+				for _, ev := range evs {
+					sink(ev)
+				}
+				if err := r.Flush(context.Background()); err != nil {
+					fmt.Fprintln(os.Stderr, "flush:", err)
+					os.Exit(3)
+				}
+				out.Lock()
+				fmt.Fprintln(w, "ack", id)
+				_ = w.Flush()
+				out.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestKill9LosesNothingAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	path := tempDB(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var acked []string
+	killed := false
+	for sc.Scan() {
+		line := sc.Text()
+		if id, ok := strings.CutPrefix(line, "ack "); ok {
+			acked = append(acked, id)
+		}
+		if len(acked) == 400 && !killed {
+			// In the middle of heavy writes: 8 writers are mid-batch.
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	err = cmd.Wait()
+	if !killed || err == nil {
+		t.Fatalf("child was not killed: %v (acked %d)", err, len(acked))
+	}
+
+	// The file is consistent and holds every acknowledged call, whole.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+	_ = db.Close()
+	if err != nil {
+		t.Fatalf("file inconsistent after kill -9: %v", err)
+	}
+	rd := &Reader{Path: path}
+	all, err := rd.List(context.Background(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCallID := map[string]Call{}
+	for _, c := range all {
+		full, err := rd.Show(context.Background(), itoa(c.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := byCallID[full.CallID]; dup {
+			t.Fatalf("call %s stored twice", full.CallID)
+		}
+		byCallID[full.CallID] = *full
+	}
+	for _, id := range acked {
+		c, ok := byCallID[id]
+		if !ok {
+			t.Fatalf("acknowledged call %s lost (%d acked, %d stored)", id, len(acked), len(all))
+		}
+		if c.Outcome != retry.OutcomeOK || len(c.AttemptsList) != 3 || c.Text != heavySpec(id, 0).text || c.Prompt != "prompt "+id {
+			t.Fatalf("acknowledged call %s incomplete: %+v", id, c)
+		}
+	}
+	t.Logf("%d acknowledged, %d stored, all acknowledged present", len(acked), len(all))
+
+	// And the file takes writes again.
+	recordAll(t, path, SessionInfo{}, okSpec("after", t0.Add(time.Hour)))
+}
