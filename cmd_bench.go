@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/limitscope/limitscope/bench"
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// benchScenario is the simulator scenario bench runs on by default: "bench"
+// (a per-minute limit with a small burst and short fast answers) when the
+// simulator has it, else "calm".
+func benchScenario() string {
+	if knownScenario("bench") {
+		return "bench"
+	}
+	return "calm"
+}
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// runBench is `limitscope bench`: the same workload through each retry
+// policy in turn, a table (or one JSON document) of what each did on the wire.
+func runBench(ctx context.Context, a *app, args []string) int {
+	fs := flag.NewFlagSet("limitscope bench", flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	var (
+		model       = fs.String("model", "", "the target, provider/model (required)")
+		fallbacks   listFlag
+		requests    = fs.Int("requests", 120, "calls per policy")
+		concurrency = fs.Int("concurrency", 16, "workers per policy")
+		policyList  = fs.String("policy", strings.Join(bench.Policies(), ","), "policies to run, in order, comma-separated")
+		useSim      = fs.Bool("sim", false, "run on the built-in simulator, a fresh one per policy (also LIMITSCOPE_SIM=1)")
+		scenario    = fs.String("scenario", benchScenario(), "the simulator's scenario (with --sim)")
+		scenFile    = fs.String("scenario-file", "", "a simulator scenario file (with --sim; see sim/README.md)")
+		seed        = fs.Int64("seed", 1, "the simulator's seed (with --sim)")
+		prompt      = fs.String("prompt", "Say hello in five words.", "the prompt every call sends")
+		maxTokens   = fs.Int("max-tokens", 64, "max tokens per answer")
+		asJSON      = fs.Bool("json", false, `print one JSON document {"policies":[...]} on stdout`)
+		allowReal   = fs.Bool("allow-real-comparisons", false, "run the comparison policies on a real account too (they spend money and ignore quota errors)")
+	)
+	fs.Var(&fallbacks, "fallback", "a fallback target, provider/model (repeatable; only the limitscope policy fails over)")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, "Usage: limitscope bench --model provider/model [--fallback provider/model]... --requests N --concurrency C\n"+
+			"         [--policy limitscope,sdk-default,naive,nested] [--sim [--scenario S]] [--prompt TEXT] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(a.stderr, "limitscope bench: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	usageErr := func(format string, args ...any) int {
+		fmt.Fprintf(a.stderr, "limitscope bench: "+format+"\n", args...)
+		return exitUsage
+	}
+	if *model == "" {
+		return usageErr("--model is required, e.g. --model openai/gpt-5.4-mini")
+	}
+	var chain []stream.Target
+	for _, s := range append([]string{*model}, fallbacks...) {
+		t, err := stream.ParseTarget(s)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		chain = append(chain, t)
+	}
+	var policies []string
+	explicit := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "policy" {
+			explicit = true
+		}
+	})
+	for _, p := range strings.Split(*policyList, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !bench.ValidPolicy(p) {
+			return usageErr("unknown policy %q (known: %s)", p, strings.Join(bench.Policies(), ", "))
+		}
+		policies = append(policies, p)
+	}
+	if len(policies) == 0 {
+		return usageErr("--policy names no policy (known: %s)", strings.Join(bench.Policies(), ", "))
+	}
+	simulated := a.simRequested(sessionFlags{sim: *useSim})
+	scenarioSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "scenario" {
+			scenarioSet = true
+		}
+	})
+
+	cfg := bench.Config{
+		Chain:       chain,
+		Requests:    *requests,
+		Concurrency: *concurrency,
+		Prompt:      *prompt,
+		MaxTokens:   *maxTokens,
+		Policies:    policies,
+	}
+	if *maxTokens < 1 {
+		return usageErr("--max-tokens must be at least 1, got %d", *maxTokens)
+	}
+	var env bench.Env
+	if simulated {
+		opts := sim.Options{Scenario: *scenario, Seed: *seed, ScenarioFile: *scenFile}
+		if *scenFile != "" && !scenarioSet {
+			opts.Scenario = "" // the file's own scenario
+		}
+		// Check the scenario now, so a typo is a usage error, not a failed run.
+		probe, err := sim.New(opts)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		*scenario = probe.Scenario()
+		probe.Close()
+		env = &bench.SimEnv{Options: opts}
+	} else {
+		eps := map[string]stream.Endpoint{}
+		for _, t := range chain {
+			ep, err := stream.Resolve(t.Provider, a.getenv)
+			if err != nil {
+				// A missing key names its variable and --sim.
+				fmt.Fprintf(a.stderr, "limitscope bench: %v\n", err)
+				return exitUsage
+			}
+			eps[t.Provider] = ep
+		}
+		var comparisons []string
+		for _, p := range policies {
+			if bench.IsComparison(p) {
+				comparisons = append(comparisons, p)
+			}
+		}
+		switch {
+		case len(comparisons) > 0 && !*allowReal && explicit:
+			return usageErr("the comparison policies (%s) spend money and keep sending after quota errors: on a real account "+
+				"they run only with --allow-real-comparisons; or use --sim", strings.Join(comparisons, ", "))
+		case len(comparisons) > 0 && !*allowReal:
+			fmt.Fprintln(a.stderr, "limitscope bench: on a real account only the limitscope policy runs "+
+				"(--allow-real-comparisons runs the others too, at your expense; --sim compares them on the simulator)")
+			cfg.Policies = []string{bench.PolicyLimitscope}
+		case len(comparisons) > 0:
+			fmt.Fprintf(a.stderr, "limitscope bench: WARNING: %s will send up to %d real requests and keep sending past rate limits "+
+				"and spend caps; this costs money\n", strings.Join(comparisons, ", "), *requests*9*len(comparisons))
+		}
+		env = &bench.RealEnv{
+			Doer: &stream.Router{Client: &stream.Client{}, Endpoints: eps},
+			OnWait: func(policy string, d time.Duration) {
+				fmt.Fprintf(a.stderr, "limitscope bench: waiting %s for the limits to recover before %s\n", d.Round(time.Second), policy)
+			},
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", strings.TrimPrefix(err.Error(), "bench: "))
+	}
+
+	if f, ok := a.stderr.(*os.File); ok && isTerminal(f) && a.getenv("TERM") != "dumb" {
+		cfg.Progress = progressBar(a.stderr)
+	}
+	rep, err := bench.Run(ctx, cfg, env)
+	if rep != nil {
+		rep.Simulated = simulated
+		if simulated {
+			rep.Scenario = *scenario
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.stderr, "limitscope bench: cancelled")
+			if rep != nil && len(rep.Policies) > 0 {
+				_ = writeBenchReport(a.stdout, rep, *asJSON)
+			}
+			return exitCancelled
+		}
+		fmt.Fprintf(a.stderr, "limitscope bench: %v\n", strings.TrimPrefix(err.Error(), "bench: "))
+		return exitFailed
+	}
+	if err := writeBenchReport(a.stdout, rep, *asJSON); err != nil {
+		fmt.Fprintf(a.stderr, "limitscope bench: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func writeBenchReport(w io.Writer, rep *bench.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		return nil
+	}
+	return rep.WriteTable(w)
+}
+
+func knownScenario(name string) bool {
+	for _, s := range sim.Scenarios() {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// progressBar returns a Progress callback drawing one line per policy on w
+// (a terminal): the policy, a bar and the count, redrawn in place.
+func progressBar(w io.Writer) func(policy string, done, total int) {
+	var mu sync.Mutex
+	lastPct := -1
+	lastPolicy := ""
+	return func(policy string, done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if policy != lastPolicy {
+			lastPolicy, lastPct = policy, -1
+		}
+		pct := 100
+		if total > 0 {
+			pct = done * 100 / total
+		}
+		if pct == lastPct && done != total {
+			return
+		}
+		lastPct = pct
+		const width = 30
+		filled := width * pct / 100
+		fmt.Fprintf(w, "\r%-12s %s%s %3d%% %d/%d", policy, strings.Repeat("█", filled), strings.Repeat("░", width-filled), pct, done, total)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}

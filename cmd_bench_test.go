@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitscope/limitscope/bench"
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// benchApp returns an app whose streams are buffers and whose environment is
+// env only (no provider variable of the developer's leaks in).
+func benchApp(t *testing.T, env map[string]string) (*app, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	for _, v := range stream.AllEnvVars() {
+		t.Setenv(v, "")
+	}
+	var out, errb bytes.Buffer
+	return &app{
+		stdin:  strings.NewReader(""),
+		stdout: &out,
+		stderr: &errb,
+		getenv: func(k string) string { return env[k] },
+		now:    time.Now,
+	}, &out, &errb
+}
+
+const fastScenario = "bench/testdata/fast.ini"
+
+func TestBenchSimJSON(t *testing.T) {
+	for _, viaEnv := range []bool{false, true} {
+		env := map[string]string{}
+		args := []string{"--model", "openai/gpt-5.4-mini", "--requests", "8", "--concurrency", "2",
+			"--scenario-file", fastScenario, "--json"}
+		if viaEnv {
+			env["LIMITSCOPE_SIM"] = "1"
+		} else {
+			args = append(args, "--sim")
+		}
+		a, out, errb := benchApp(t, env)
+		if code := runBench(t.Context(), a, args); code != exitOK {
+			t.Fatalf("exit %d, stderr %s", code, errb)
+		}
+		if errb.Len() != 0 {
+			t.Errorf("stderr not a terminal, yet: %q", errb)
+		}
+		var doc struct {
+			Policies    []map[string]any `json:"policies"`
+			Simulated   bool             `json:"simulated"`
+			Scenario    string           `json:"scenario"`
+			Requests    int              `json:"requests"`
+			Concurrency int              `json:"concurrency"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if dec.More() {
+			t.Fatalf("more than one document:\n%s", out)
+		}
+		if !doc.Simulated || doc.Scenario != "bench-fast" || doc.Requests != 8 || doc.Concurrency != 2 {
+			t.Errorf("header: %+v", doc)
+		}
+		var names []string
+		for _, p := range doc.Policies {
+			names = append(names, p["policy"].(string))
+			num := func(k string) int { return int(p[k].(float64)) }
+			if num("completed")+num("stopped")+num("gave_up") != num("requests") || num("requests") != 8 {
+				t.Errorf("%v: outcomes do not add up", p)
+			}
+			if num("completed") != 8 || num("http_requests") != 8 || num("rejected") != 0 || num("wasted") != 0 {
+				t.Errorf("%v: want 8 clean calls on generous limits", p)
+			}
+			if p["limit_per_s"].(float64) != 100 {
+				t.Errorf("limit_per_s %v, want 100 (6000 a minute)", p["limit_per_s"])
+			}
+			lat := p["latency_ms"].(map[string]any)
+			for _, k := range []string{"p50", "p95", "p99"} {
+				if _, ok := lat[k].(float64); !ok {
+					t.Errorf("latency_ms.%s missing", k)
+				}
+			}
+		}
+		if strings.Join(names, ",") != strings.Join(bench.Policies(), ",") {
+			t.Errorf("policies %v, want all four in order", names)
+		}
+	}
+}
+
+func TestBenchSimTable(t *testing.T) {
+	a, out, errb := benchApp(t, nil)
+	code := runBench(t.Context(), a, []string{"--sim", "--scenario-file", fastScenario, "--model", "openai/gpt-5.4-mini",
+		"--requests", "4", "--concurrency", "2", "--policy", "limitscope,naive"})
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	s := out.String()
+	for _, want := range []string{"on the simulator (scenario bench-fast)", "policy", "rejected", "limitscope", "naive", "4/4"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "sdk-default") {
+		t.Errorf("a policy that was not asked for ran:\n%s", s)
+	}
+}
+
+func TestBenchNoKey(t *testing.T) {
+	a, out, errb := benchApp(t, nil)
+	code := runBench(t.Context(), a, []string{"--model", "openai/gpt-5.4-mini", "--requests", "2", "--concurrency", "1"})
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d", code, exitUsage)
+	}
+	msg := errb.String()
+	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "OPENAI_API_KEY") || !strings.Contains(msg, "--sim") {
+		t.Errorf("want one line naming OPENAI_API_KEY and --sim, got %q", msg)
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout: %q", out)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--sim", "--requests", "2"}, // no --model
+		{"--sim", "--model", "nosuch/x"},
+		{"--sim", "--model", "openai/m", "--requests", "0"},
+		{"--sim", "--model", "openai/m", "--concurrency", "0"},
+		{"--sim", "--model", "openai/m", "--policy", "retry-forever"},
+		{"--sim", "--model", "openai/m", "--scenario", "no-such-scenario"},
+		{"--sim", "--model", "openai/m", "--bogus"},
+		{"--sim", "--model", "openai/m", "extra"},
+	} {
+		a, _, errb := benchApp(t, nil)
+		if code := runBench(t.Context(), a, args); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+		if errb.Len() == 0 {
+			t.Errorf("%v: no message", args)
+		}
+	}
+}
+
+// On a real account the comparison policies do not run unless allowed. A
+// simulator stands in for the real provider, reached through the ordinary
+// key and base-URL variables.
+func TestBenchRealAccount(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r, err := sim.Start(ctx, "", sim.Options{ScenarioFile: fastScenario})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	env := map[string]string{"OPENAI_API_KEY": sim.FakeKey, "OPENAI_BASE_URL": r.BaseURL("openai")}
+	base := []string{"--model", "openai/gpt-5.4-mini", "--requests", "3", "--concurrency", "1", "--json"}
+
+	// Asked for by name, without the flag: refused before anything is sent.
+	a, out, errb := benchApp(t, env)
+	if code := runBench(ctx, a, append(base, "--policy", "limitscope,naive")); code != exitUsage {
+		t.Fatalf("explicit comparison on a real account: exit %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(errb.String(), "--allow-real-comparisons") || out.Len() != 0 {
+		t.Errorf("stderr %q stdout %q", errb, out)
+	}
+	if st := r.Server.Status(); totalRequests(st) != 0 {
+		t.Fatalf("%d requests sent by a refused run", totalRequests(st))
+	}
+
+	// The default policy list: only limitscope runs, with a note.
+	a, out, errb = benchApp(t, env)
+	if code := runBench(ctx, a, base); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc bench.Report
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Policies) != 1 || doc.Policies[0].Policy != bench.PolicyLimitscope || doc.Simulated {
+		t.Errorf("policies %+v simulated %v, want limitscope alone on a real account", doc.Policies, doc.Simulated)
+	}
+	if !strings.Contains(errb.String(), "only the limitscope policy") {
+		t.Errorf("no note on stderr: %q", errb)
+	}
+
+	// Allowed: a warning, then every policy.
+	a, out, errb = benchApp(t, env)
+	if code := runBench(ctx, a, append(base, "--allow-real-comparisons")); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Policies) != 4 || !strings.Contains(errb.String(), "WARNING") {
+		t.Errorf("%d policies, stderr %q", len(doc.Policies), errb)
+	}
+	for _, s := range []string{out.String(), errb.String()} {
+		if strings.Contains(s, sim.FakeKey) {
+			t.Errorf("the key appears in the output: %q", s)
+		}
+	}
+}
+
+func totalRequests(st sim.Status) int64 {
+	var n int64
+	for _, p := range st.Providers {
+		n += p.Requests
+	}
+	return n
+}
