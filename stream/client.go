@@ -25,7 +25,8 @@ type Options struct {
 	StallTimeout      time.Duration // of silence on the wire, measured on raw bytes (default 30s)
 	MaxEventSize      int           // largest SSE event accepted (default 1 MiB)
 	MaxBodySize       int64         // largest error or non-stream body read (default 1 MiB)
-	UsageGrace        time.Duration // after an OpenAI-style finish_reason, wait this long for usage and [DONE] (default 2s)
+	UsageGrace        time.Duration // after an OpenAI-style finish_reason (or Gemini's finishReason), wait this long for usage and [DONE] or EOF (default 2s)
+	MaxStreamSize     int64         // largest 200 stream read, in raw bytes (default 64 MiB): a server that never stops is cut off
 }
 
 // DefaultOptions returns the documented defaults.
@@ -37,6 +38,7 @@ func DefaultOptions() Options {
 		MaxEventSize:      1 << 20,
 		MaxBodySize:       1 << 20,
 		UsageGrace:        2 * time.Second,
+		MaxStreamSize:     64 << 20,
 	}
 }
 
@@ -59,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.UsageGrace == 0 {
 		o.UsageGrace = d.UsageGrace
+	}
+	if o.MaxStreamSize <= 0 {
+		o.MaxStreamSize = d.MaxStreamSize
 	}
 	return o
 }
@@ -194,9 +199,19 @@ type wireReader struct {
 	touch func()
 	n     int64
 	head  []byte
+	limit int64 // 0: none
 }
 
+// errStreamTooBig ends a stream that passed Options.MaxStreamSize.
+var errStreamTooBig = errors.New("stream too large")
+
 func (w *wireReader) Read(p []byte) (int, error) {
+	if w.limit > 0 && w.n >= w.limit {
+		return 0, errStreamTooBig
+	}
+	if w.limit > 0 && int64(len(p)) > w.limit-w.n {
+		p = p[:w.limit-w.n]
+	}
 	n, err := w.r.Read(p)
 	if n > 0 {
 		w.n += int64(n)
@@ -442,6 +457,7 @@ func sniff(br *bufio.Reader) (byte, error) {
 }
 
 func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
+	wire.limit = a.o.MaxStreamSize
 	body, _, derr := decodeBody(resp, wire)
 	if derr != nil {
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize) // for the snippet
@@ -465,7 +481,7 @@ func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 		switch {
 		case first == '<':
 			return a.notStream(br, "an HTML page came back where an SSE stream was expected (a proxy, a captive portal or a wrong base URL?)")
-		case a.dialect != DialectGemini && (mt == "application/json" || first == '{' || first == '['):
+		case a.dialect != DialectGemini && (first == '{' || first == '['):
 			return a.jsonInsteadOfStream(br, head)
 		}
 		r = br
@@ -591,6 +607,10 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
 				Message: fmt.Sprintf("an SSE event was larger than MaxEventSize (%d bytes)", a.o.MaxEventSize)})
 		}
+		if errors.Is(readErr, errStreamTooBig) {
+			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
+				Message: fmt.Sprintf("the stream passed MaxStreamSize (%d bytes) without ending", a.o.MaxStreamSize)})
+		}
 		if errors.Is(readErr, errUndecodable) {
 			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
 				Message: a.red.text(readErr.Error()), Snippet: snippet(wire.head)})
@@ -598,7 +618,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		return a.fail(a.cutError(readErr, wire))
 	case !recognized && len(head.head) > 0:
 		return a.fail(&Error{Class: ClassServer, Snippet: snippet(head.head),
-			Message: fmt.Sprintf("the body is not a %s SSE stream", a.dialect)})
+			Message: fmt.Sprintf("the body is not an SSE stream in the %s format", a.dialect)})
 	case !recognized:
 		return a.fail(&Error{Class: ClassConnection, MidStream: true,
 			Message: "the stream ended before any event"})

@@ -248,8 +248,8 @@ func TestNonStreamAnswers(t *testing.T) {
 		{"gzip that does not decode", "openai", "text/event-stream", "gzip", []byte("\x1f\x8bthis is not gzip at all"), ClassServer, "", `\x1f\x8b`, "gzip"},
 		{"gzip cut mid-stream", "openai", "text/event-stream", "gzip", gz([]byte(oaText + oaFinish))[:40], ClassServer, "", `\x1f\x8b`, "gzip"},
 		{"unsupported encoding", "openai", "text/event-stream", "br", []byte("xx"), ClassServer, "", "xx", "Content-Encoding"},
-		{"binary under text/event-stream", "openai", "text/event-stream", "", []byte("\x00\x01\xff\xfe\x1b[31mred\n\n"), ClassServer, "", `\x00\x01\xff\xfe\x1b[31mred`, "not a openai SSE stream"},
-		{"plain text", "anthropic", "text/plain", "", []byte("upstream connect error or disconnect/reset before headers\n"), ClassServer, "", "upstream connect error", "not a anthropic SSE stream"},
+		{"binary under text/event-stream", "openai", "text/event-stream", "", []byte("\x00\x01\xff\xfe\x1b[31mred\n\n"), ClassServer, "", `\x00\x01\xff\xfe\x1b[31mred`, "not an SSE stream in the openai format"},
+		{"plain text", "anthropic", "text/plain", "", []byte("upstream connect error or disconnect/reset before headers\n"), ClassServer, "", "upstream connect error", "not an SSE stream in the anthropic format"},
 		{"empty 200", "openai", "text/event-stream", "", nil, ClassConnection, "", "", "before any event"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -433,5 +433,26 @@ func TestRouter(t *testing.T) {
 	}
 	if s := r.Scope(Target{"gemini", "x"}, ScopeNone); s != "" {
 		t.Errorf("no scope %q", s)
+	}
+}
+
+func TestMaxStreamSize(t *testing.T) {
+	c, ep := serve(t, "openai", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 1000 {
+			if _, err := w.Write([]byte(oaText)); err != nil {
+				return
+			}
+		}
+	})
+	c.Options.MaxStreamSize = 10 << 10
+	res, _ := doReq(c, ep, "m")
+	if res.Err == nil || res.Err.Class != ClassServer || !strings.Contains(res.Err.Message, "MaxStreamSize (10240 bytes)") || len(res.Text) == 0 || len(res.Text) > 10<<10 {
+		t.Fatalf("%d bytes of text, %+v", len(res.Text), res.Err)
+	}
+	// JSON labelled as JSON is judged by its bytes: a mislabelled SSE stream still reads.
+	c, ep = serve(t, "openai", sseHandler([]byte(oaText+oaFinish), "Content-Type", "application/json"))
+	if res, _ = doReq(c, ep, "m"); res.Err != nil || res.Text != "Hi" {
+		t.Fatalf("%+v", res.Err)
 	}
 }
