@@ -119,6 +119,11 @@ func carriesCredential(r *http.Request) bool {
 // settings never change.
 var defaultHTTP = sync.OnceValue(NewHTTPClient)
 
+// CloseIdleConnections closes the idle connections of the HTTP client
+// shared by every Client whose HTTP field is nil (tests that check for
+// leaked goroutines call it).
+func CloseIdleConnections() { defaultHTTP().CloseIdleConnections() }
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
@@ -584,6 +589,9 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	a.res.FinishReason = st.finish
 	a.res.Usage = st.usage
 	a.res.Model = st.model
+	if a.res.RequestID == "" {
+		a.res.RequestID = st.requestID
+	}
 
 	switch {
 	case midErr != nil:

@@ -46,7 +46,6 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	msgs := []map[string]string{{"role": "user", "content": req.Prompt}}
 	path := strings.TrimRight(u.Path, "/")
 	body := map[string]any{}
 	h := http.Header{}
@@ -54,8 +53,9 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 	case DialectOpenAI:
 		path += "/chat/completions"
 		body["model"] = model
-		body["messages"] = msgs
+		body["messages"] = openAIMessages(req)
 		body["stream"] = true
+		addSampling(body, info.Dialect, req.Sampling)
 		// Mistral rejects stream_options with a 422 (extra_forbidden) and
 		// sends usage on its last chunk anyway.
 		if info.Name != "mistral" {
@@ -72,9 +72,13 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 	case DialectAnthropic:
 		path += "/v1/messages"
 		body["model"] = model
-		body["messages"] = msgs
+		body["messages"] = anthropicMessages(req)
 		body["max_tokens"] = maxTokens
 		body["stream"] = true
+		if req.System != "" {
+			body["system"] = req.System
+		}
+		addSampling(body, info.Dialect, req.Sampling)
 		h.Set("Anthropic-Version", "2023-06-01")
 		if k := ep.Key.Reveal(); k != "" {
 			h.Set("X-Api-Key", k)
@@ -85,8 +89,7 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 		q := u.Query()
 		q.Set("alt", "sse")
 		u.RawQuery = q.Encode()
-		body["contents"] = []map[string]any{{"role": "user", "parts": []map[string]string{{"text": req.Prompt}}}}
-		body["generationConfig"] = map[string]any{"maxOutputTokens": maxTokens}
+		geminiBody(body, req, maxTokens)
 		if k := ep.Key.Reveal(); k != "" {
 			h.Set("X-Goog-Api-Key", k)
 		}
@@ -131,9 +134,10 @@ type decoder interface {
 
 // decoded is what a stream told about itself.
 type decoded struct {
-	finish string
-	usage  *Usage
-	model  string
+	finish    string
+	usage     *Usage
+	model     string
+	requestID string // from the body, when the headers had none
 }
 
 func (d *decoded) state() *decoded { return d }
@@ -227,7 +231,17 @@ func (d *openaiDecoder) handle(typ, data string) step {
 	if d.model == "" {
 		d.model = jsonString(m["model"])
 	}
-	if u := obj(string(m["usage"])); u != nil {
+	u := obj(string(m["usage"]))
+	if xg := obj(string(m["x_groq"])); xg != nil {
+		// Groq's own envelope: an id and, on the last chunk, usage.
+		if u == nil {
+			u = obj(string(xg["usage"]))
+		}
+		if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
+			d.requestID = id
+		}
+	}
+	if u != nil {
 		in, okIn := jsonInt(u["prompt_tokens"])
 		out, okOut := jsonInt(u["completion_tokens"])
 		if okIn || okOut {

@@ -145,7 +145,7 @@ func TestDNSAndTLSFailures(t *testing.T) {
 func TestDefaultHTTPClient(t *testing.T) {
 	c, ep := serve(t, "openai", sseHandler([]byte(oaText+oaFinish)))
 	c.HTTP = nil
-	defer defaultHTTP().CloseIdleConnections()
+	defer CloseIdleConnections()
 	if res, _ := doReq(c, ep, "m"); res.Err != nil || res.Text != "Hi" {
 		t.Fatalf("%+v", res.Err)
 	}

@@ -456,3 +456,12 @@ func TestMaxStreamSize(t *testing.T) {
 		t.Fatalf("%+v", res.Err)
 	}
 }
+
+func TestGroqUsageEnvelope(t *testing.T) {
+	body := oaText + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"x_groq\":{\"id\":\"req_01groq\",\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}}\n\ndata: [DONE]\n\n"
+	c, ep := serve(t, "groq", sseHandler([]byte(body)))
+	res, _ := doReq(c, ep, "m")
+	if res.Err != nil || res.Usage == nil || *res.Usage != (Usage{4, 1}) || res.RequestID != "req_01groq" {
+		t.Fatalf("%+v %+v", res, res.Usage)
+	}
+}

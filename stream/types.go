@@ -84,6 +84,12 @@ type Request struct {
 	Target    Target
 	Prompt    string
 	MaxTokens int
+	// System and Messages, when Messages is set, replace Prompt: a system
+	// prompt and a conversation of user and assistant turns (the proxy's
+	// requests). Every dialect sends them in its own format.
+	System   string
+	Messages []Message
+	Sampling Sampling // temperature, top_p, stop: sent when set
 }
 
 // Usage is token usage as the provider reported it.

@@ -1,0 +1,110 @@
+package stream
+
+import "strings"
+
+// Message is one turn of a conversation, for requests that carry more than
+// one prompt (the proxy's). Role is "user" or "assistant"; the system
+// prompt travels in Request.System.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Sampling holds the generation settings every dialect can express. Nil or
+// empty fields are not sent.
+type Sampling struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+}
+
+// turns returns the request's conversation: Messages when set, else the
+// single user Prompt. Consecutive turns of the same role are merged (the
+// Messages and Gemini APIs want them to alternate); an empty role is a user
+// turn.
+func (r Request) turns() []Message {
+	if len(r.Messages) == 0 {
+		return []Message{{Role: "user", Content: r.Prompt}}
+	}
+	out := make([]Message, 0, len(r.Messages))
+	for _, m := range r.Messages {
+		role := strings.ToLower(m.Role)
+		if role != "assistant" {
+			role = "user"
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content += "\n\n" + m.Content
+			continue
+		}
+		out = append(out, Message{Role: role, Content: m.Content})
+	}
+	return out
+}
+
+// addSampling puts the request's sampling settings into an OpenAI-style or
+// Anthropic body.
+func addSampling(body map[string]any, d Dialect, s Sampling) {
+	if s.Temperature != nil {
+		body["temperature"] = *s.Temperature
+	}
+	if s.TopP != nil {
+		body["top_p"] = *s.TopP
+	}
+	if len(s.Stop) > 0 {
+		if d == DialectAnthropic {
+			body["stop_sequences"] = s.Stop
+		} else {
+			body["stop"] = s.Stop
+		}
+	}
+}
+
+// openAIMessages renders the conversation as Chat Completions messages, the
+// system prompt first.
+func openAIMessages(req Request) []map[string]string {
+	var msgs []map[string]string
+	if req.System != "" {
+		msgs = append(msgs, map[string]string{"role": "system", "content": req.System})
+	}
+	for _, m := range req.turns() {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	return msgs
+}
+
+// anthropicMessages renders the conversation as Messages API turns.
+func anthropicMessages(req Request) []map[string]string {
+	var msgs []map[string]string
+	for _, m := range req.turns() {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	return msgs
+}
+
+// geminiBody fills a generateContent body: contents (roles user and model),
+// systemInstruction and generationConfig.
+func geminiBody(body map[string]any, req Request, maxTokens int) {
+	var contents []map[string]any
+	for _, m := range req.turns() {
+		role := "user"
+		if m.Role == "assistant" {
+			role = "model"
+		}
+		contents = append(contents, map[string]any{"role": role, "parts": []map[string]string{{"text": m.Content}}})
+	}
+	body["contents"] = contents
+	if req.System != "" {
+		body["systemInstruction"] = map[string]any{"parts": []map[string]string{{"text": req.System}}}
+	}
+	gc := map[string]any{"maxOutputTokens": maxTokens}
+	if s := req.Sampling; s.Temperature != nil {
+		gc["temperature"] = *s.Temperature
+	}
+	if s := req.Sampling; s.TopP != nil {
+		gc["topP"] = *s.TopP
+	}
+	if len(req.Sampling.Stop) > 0 {
+		gc["stopSequences"] = req.Sampling.Stop
+	}
+	body["generationConfig"] = gc
+}
