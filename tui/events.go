@@ -165,7 +165,7 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		} else {
 			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
 		}
-		if res.Err != nil {
+		if res.Err != nil && len(res.Attempts) == 0 {
 			t.detail(res.Err.Error())
 		}
 	case retry.OutcomeDeferred:
@@ -174,17 +174,17 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			s += " Try again at " + res.RetryAt.Local().Format("15:04:05") + " (in " + fmtCountdown(m.now, res.RetryAt) + ")."
 		}
 		t.note(noteWarn, s)
-		if res.Err != nil {
+		if res.Err != nil && len(res.Attempts) == 0 {
 			t.detail(res.Err.Error())
 		}
 	case retry.OutcomeGaveUp:
 		t.note(noteError, fmt.Sprintf("Gave up after %d requests: the retry budget or the deadline is spent.", t.requests))
-		if res.Err != nil {
+		if res.Err != nil && len(res.Attempts) == 0 {
 			t.detail(res.Err.Error())
 		}
 	case retry.OutcomeFailed:
 		t.note(noteError, "Failed: the request itself is wrong; retrying will not help.")
-		if res.Err != nil {
+		if res.Err != nil && len(res.Attempts) == 0 {
 			t.detail(res.Err.Error())
 		}
 	case retry.OutcomeCancelled:

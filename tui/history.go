@@ -182,8 +182,8 @@ func (h *historyView) view(w, ht int, st *theme.Styles) []string {
 	}
 	for i := start; i < len(h.calls) && len(out) < ht; i++ {
 		c := h.calls[i]
-		line := fmt.Sprintf("%s  %-9s %-28s %2d att  %7s  %s", c.Time.Local().Format("01-02 15:04:05"), c.Outcome,
-			orDash(c.ServedBy), c.Attempts, fmtDur(c.Duration), oneLine(c.PromptHead))
+		line := fmt.Sprintf("%s  %-9s %s %2d att  %7s  %s", c.Time.Local().Format("01-02 15:04:05"), c.Outcome,
+			fit(orDash(c.ServedBy), min(36, max(12, w-64))), c.Attempts, fmtDur(c.Duration), oneLine(c.PromptHead))
 		line = fit(line, w)
 		if i == h.cursor {
 			line = st.Selected.Render(line)

@@ -416,7 +416,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		if !s.stopUntil.IsZero() {
 			out = append(out, ind+st.Error.Render(fit("resets "+s.stopUntil.Local().Format("15:04")+" (in "+fmtCountdown(now, s.stopUntil)+")", iw)))
 		} else {
-			out = append(out, ind+st.Subtle.Render(fit("needs a person; no retry, no failover", iw)))
+			out = append(out, ind+st.Subtle.Render(fit("needs a person", iw)))
 		}
 	case "WAITING", "PAUSED":
 		for j, l := range wrap(s.waitWhy, iw) {

@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
@@ -50,6 +52,52 @@ func midStream(text string) func(ctx context.Context, req stream.Request, onText
 		}
 		return stream.Result{Status: 200, Text: part, Err: &stream.Error{Class: stream.ClassOverload, Status: 200, MidStream: true, Code: "overloaded_error", Message: "Overloaded"}}
 	}
+}
+
+// memHistory records every event and serves them back as the history: the
+// shape of the adapter the lead writes over the store.
+type memHistory struct {
+	mu      sync.Mutex
+	prompts map[string]string
+	calls   []tui.CallDetail
+}
+
+func (h *memHistory) Record(ev retry.Event) {
+	if ev.Kind != retry.EventCallEnd || ev.Result == nil {
+		return
+	}
+	r := ev.Result
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := tui.CallDetail{CallSummary: tui.CallSummary{ID: ev.CallID, Time: r.Started, Outcome: r.Outcome,
+		Attempts: len(r.Attempts), Duration: r.Ended.Sub(r.Started)}, Attempts: r.Attempts, Text: r.Text}
+	if r.ServedBy != nil {
+		d.ServedBy = r.ServedBy.String()
+	}
+	h.calls = append([]tui.CallDetail{d}, h.calls...)
+}
+
+func (h *memHistory) List(ctx context.Context, f tui.HistoryFilter) ([]tui.CallSummary, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []tui.CallSummary
+	for _, c := range h.calls {
+		if f.Text == "" || strings.Contains(string(c.Outcome)+" "+c.ServedBy, f.Text) {
+			out = append(out, c.CallSummary)
+		}
+	}
+	return out, nil
+}
+
+func (h *memHistory) Show(ctx context.Context, id string) (tui.CallDetail, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.calls {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return tui.CallDetail{}, fmt.Errorf("no call %s", id)
 }
 
 type faults struct{}
@@ -95,7 +143,29 @@ func main() {
 	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
 	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
 
+	if rate := os.Getenv("DEMO_RATE"); rate != "" { // a long stream at N tokens/s, for CPU figures
+		var n int
+		fmt.Sscan(rate, &n)
+		d = retrytest.NewDoer()
+		d.ScriptFunc(openai.String(), func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+			t := time.NewTicker(time.Second / time.Duration(n))
+			defer t.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-ctx.Done():
+					return stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()}}
+				case <-t.C:
+				}
+				if i%40 == 39 {
+					onText("\n\n")
+				} else {
+					onText("token ")
+				}
+			}
+		})
+	}
 	eng := &retry.Engine{Doer: d}
+	hist := &memHistory{}
 	opts := tui.Options{
 		Runner: eng,
 		Chain:  []stream.Target{openai, anthropic},
@@ -109,11 +179,19 @@ func main() {
 		Simulated: os.Getenv("DEMO_REAL") == "",
 		Scenario:  "demo",
 		Faults:    faults{},
+		History:   hist,
+		Recorder:  hist,
 		Version:   "demo",
 		NoColor:   os.Getenv("NO_COLOR") != "",
 	}
+	if f := os.Getenv("DEMO_PROF"); f != "" {
+		pf, err := os.Create(f)
+		if err == nil {
+			_ = pprof.StartCPUProfile(pf)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := tui.Run(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
 	}
 }
