@@ -94,7 +94,7 @@ func (s *Server) queue(ctx context.Context, o *sseOut, p pacing) bool {
 func (s *Server) paced(ctx context.Context, o *sseOut, a *answerPlan, pieces []string, emit func(string)) bool {
 	var owed time.Duration
 	for _, p := range pieces {
-		owed += a.pace.perToken * time.Duration(max(1, tokensOf(p)))
+		owed += time.Duration(float64(a.pace.perToken) * float64(len(p)) / 4) // about four characters a token
 		if owed >= 2*time.Millisecond {
 			if !a.pace.sleep(ctx, s.closed, owed) {
 				return false

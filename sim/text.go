@@ -65,7 +65,10 @@ func answer(seed int64, model, prompt string, maxTokens int) (pieces []string, t
 			sentence = 0
 		}
 		if b.Len()+len(piece) > budget {
-			piece = piece[:budget-b.Len()]
+			if !truncated && b.Len() > 0 {
+				break // a natural end: stop at a whole word
+			}
+			piece = piece[:budget-b.Len()] // max_tokens cuts mid-word, as real models do
 			if strings.TrimSpace(piece) == "" {
 				break
 			}
@@ -73,8 +76,9 @@ func answer(seed int64, model, prompt string, maxTokens int) (pieces []string, t
 		b.WriteString(piece)
 		pieces = append(pieces, piece)
 	}
-	if !truncated && len(pieces) > 0 && !strings.HasSuffix(pieces[len(pieces)-1], ".") {
-		pieces[len(pieces)-1] += "."
+	if !truncated && len(pieces) > 0 {
+		last := strings.TrimSuffix(pieces[len(pieces)-1], ".")
+		pieces[len(pieces)-1] = last + "."
 	}
 	return pieces, truncated
 }
