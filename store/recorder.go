@@ -88,6 +88,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	queue   []item
+	flying  int    // taken by the commit in progress
 	spare   []item // the last committed queue's array, for reuse
 	urgent  bool
 	waiters []chan error
@@ -187,7 +188,7 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 func (r *Recorder) Pending() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.queue)
+	return len(r.queue) + r.flying
 }
 
 // Flush commits every event queued so far and waits for it, or for ctx.
@@ -369,6 +370,7 @@ func (r *Recorder) commit() error {
 	items := r.queue
 	r.queue, r.spare = r.spare[:0], nil
 	r.urgent = false
+	r.flying = len(items)
 	r.mu.Unlock()
 	if len(items) == 0 {
 		return nil
@@ -385,12 +387,14 @@ func (r *Recorder) commit() error {
 	if err != nil {
 		r.mu.Lock()
 		r.queue = append(items, r.queue...)
+		r.flying = 0
 		r.mu.Unlock()
 		return err
 	}
 	clear(items) // drop the references; the array is reused
 	r.mu.Lock()
 	r.spare = items[:0]
+	r.flying = 0
 	r.mu.Unlock()
 	r.sessionKey = sessionKey
 	for id, cs := range touched {
