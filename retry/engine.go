@@ -76,6 +76,17 @@ type Call struct {
 	Prompt    string
 	MaxTokens int
 	Policy    Policy
+	// System and Messages, when Messages is set, are sent instead of Prompt
+	// (a conversation, as the proxy receives it); Prompt then only names the
+	// call for people (the last user turn). Sampling is sent when set.
+	System   string
+	Messages []stream.Message
+	Sampling stream.Sampling
+	// Route and Client describe a call that came from elsewhere, for the
+	// history: the proxy sets the model name the client asked for (an alias
+	// or provider/model) and the client's User-Agent.
+	Route  string
+	Client string
 }
 
 // Engine runs calls. It is safe for concurrent use.
@@ -313,7 +324,8 @@ func (r *run) send(t stream.Target, paced time.Duration) stream.Result {
 			r.emit(Event{Kind: EventText, Text: s})
 		}
 	}
-	sr := r.e.Doer.Do(r.ctx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens}, onText)
+	sr := r.e.Doer.Do(r.ctx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling}, onText)
 	a.Duration = r.clock.Now().Sub(start)
 	a.Status = sr.Status
 	a.Class = sr.Class()

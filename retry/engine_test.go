@@ -465,9 +465,9 @@ type brokenCooldowns struct{}
 func (brokenCooldowns) Get(string) (retry.Cooldown, bool, error) {
 	return retry.Cooldown{}, false, errors.New("store locked")
 }
-func (brokenCooldowns) Set(retry.Cooldown) error          { return errors.New("store locked") }
-func (brokenCooldowns) Clear(string) error                { return errors.New("store locked") }
-func (brokenCooldowns) List() ([]retry.Cooldown, error)   { return nil, errors.New("store locked") }
+func (brokenCooldowns) Set(retry.Cooldown) error        { return errors.New("store locked") }
+func (brokenCooldowns) Clear(string) error              { return errors.New("store locked") }
+func (brokenCooldowns) List() ([]retry.Cooldown, error) { return nil, errors.New("store locked") }
 
 func TestCooldowns(t *testing.T) {
 	reset := t0.Add(time.Hour)

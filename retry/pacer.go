@@ -492,11 +492,11 @@ func oneFits(w *stream.Window, need float64, at time.Time) time.Time {
 		return at.Add(left)
 	}
 	missing := need - float64(w.Remaining)
-	per := (float64(w.Limit) - float64(w.Remaining)) / left.Seconds()
-	if per <= 0 {
+	refill := float64(w.Limit) - float64(w.Remaining) // refilled over left
+	if refill <= 0 {
 		return at.Add(left)
 	}
-	d := time.Duration(missing / per * float64(time.Second))
+	d := time.Duration(float64(left) * missing / refill)
 	if d > left {
 		d = left
 	}
