@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -124,6 +125,7 @@ type Model struct {
 	lastAttempt *retry.Attempt
 	lastPrompt  string
 
+	runs       *sync.WaitGroup // runs whose goroutine has not returned
 	chrome     map[chromeKey]*chrome
 	headerKey  string
 	headerLine string
@@ -161,6 +163,7 @@ func New(opts Options) *Model {
 		mouse:   opts.Mouse,
 		after:   tea.Tick,
 		chrome:  map[chromeKey]*chrome{},
+		runs:    &sync.WaitGroup{},
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
 	m.input.Placeholder = "Type a prompt and press enter"
@@ -531,8 +534,10 @@ func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
 	m.call = r
 	m.prompts[id] = m.turn.prompt
 	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy}
-	runner, f := m.opts.Runner, m.feed
+	runner, f, runs := m.opts.Runner, m.feed, m.runs
+	runs.Add(1)
 	runCmd := func() tea.Msg {
+		defer runs.Done()
 		defer cancel()
 		res := runner.Run(ctx, call, f.sink)
 		f.push(runDoneMsg{runID: id, result: res})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 )
@@ -22,6 +23,7 @@ func Run(ctx context.Context, opts Options) error {
 	go m.feed.run(fctx, p.Send)
 	_, err := p.Run()
 	m.stop()
+	m.drain(3 * time.Second)
 	if err != nil {
 		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 			return nil // the caller's context ended (a signal): a clean exit
@@ -38,5 +40,23 @@ func Run(ctx context.Context, opts Options) error {
 func (m *Model) stop() {
 	if m.call != nil {
 		m.call.cancel()
+	}
+}
+
+// drain waits (at most d) for cancelled runs to return, so the Recorder sees
+// their end as cancelled. It reports whether they all returned.
+func (m *Model) drain(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		m.runs.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }

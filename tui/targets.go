@@ -435,7 +435,12 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		bw := max(4, min(20, iw-len(cd)-1))
 		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
 	case "OVERLOADED":
-		out = append(out, ind+st.Warn.Render(fit(s.overWhy+" · the provider is at capacity", iw)))
+		for j, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
+			if j == 2 {
+				break
+			}
+			out = append(out, ind+st.Warn.Render(l))
+		}
 	default:
 		if s.lastErr != "" && word == "READY" {
 			out = append(out, ind+st.Subtle.Render(fit("last: "+s.lastErr, iw)))

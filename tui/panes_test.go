@@ -1,0 +1,119 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"go.uber.org/goleak"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+func paneText(p *targetsPane, now time.Time) string {
+	st := theme.New(true, false)
+	p.invalidate()
+	return ansi.Strip(strings.Join(p.view(40, false, now, &st), "\n"))
+}
+
+func TestTargetStatesInWords(t *testing.T) {
+	groq := stream.Target{Provider: "groq", Model: "llama-4"}
+	p := newTargetsPane([]TargetInfo{{Target: openai, Available: true}, {Target: groq, Available: true}}, []stream.Target{openai, groq})
+	now := t0
+	if s := paneText(p, now); strings.Count(s, "READY") != 2 {
+		t.Fatalf("fresh targets are not READY:\n%s", s)
+	}
+	// Overloaded, then ready again after a success.
+	p.attemptEnd(&retry.Attempt{Target: openai, Status: 529, Class: stream.ClassOverload, Code: "overloaded_error", StartedAt: now}, now)
+	if s := paneText(p, now); !strings.Contains(s, "OVERLOADED") || !strings.Contains(s, "at capacity") {
+		t.Errorf("overload:\n%s", s)
+	}
+	p.attemptEnd(&retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, StartedAt: now}, now)
+	if s := paneText(p, now); strings.Contains(s, "OVERLOADED") {
+		t.Errorf("still overloaded after a success:\n%s", s)
+	}
+	// Pacing until a reset is PAUSED, with a countdown.
+	p.wait(&retry.Wait{Target: openai, Duration: 30 * time.Second, Source: stream.SourceReset, Pacing: true, Until: now.Add(30 * time.Second)}, now)
+	if s := paneText(p, now.Add(10*time.Second)); !strings.Contains(s, "PAUSED") || !strings.Contains(s, "20s left") || !strings.Contains(s, "pacing until the limit resets") {
+		t.Errorf("pacing:\n%s", s)
+	}
+	if s := paneText(p, now.Add(31*time.Second)); !strings.Contains(s, "READY") {
+		t.Errorf("a finished pause is not READY:\n%s", s)
+	}
+	// Groq's per-day requests and Anthropic-style rounded tokens say so.
+	p.attemptEnd(&retry.Attempt{Target: groq, Status: 200, Class: stream.ClassOK, StartedAt: now, Limits: &stream.Limits{
+		Requests: &stream.Window{Limit: 14400, Remaining: 14370, HasLimit: true, HasRemaining: true, PerDay: true, Reset: now.Add(2 * time.Minute)},
+		Tokens:   &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
+	}}, now)
+	s := paneText(p, now)
+	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k (rounded)") || !strings.Contains(s, "reset 2m") {
+		t.Errorf("gauges:\n%s", s)
+	}
+	// A quota stop names the provider's words.
+	p.attemptEnd(&retry.Attempt{Target: groq, Status: 429, Class: stream.ClassQuota, Code: "rate_limit_exceeded",
+		Message: "Limit 14400, Used 14400 on requests per day (RPD)", StartedAt: now}, now)
+	if s := paneText(p, now); !strings.Contains(s, "STOPPED") || !strings.Contains(s, "requests per day (RPD)") {
+		t.Errorf("quota:\n%s", s)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		850 * time.Millisecond: "850ms", 1200 * time.Millisecond: "1.2s", 23 * time.Second: "23s",
+		160 * time.Second: "2m40s", 2 * time.Minute: "2m", 6*time.Hour + 12*time.Minute: "6h12m",
+	} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := fmtCountdown(t0, t0.Add(1500*time.Millisecond)); got != "2s" {
+		t.Errorf("a countdown with 1.5s left shows %q, want 2s (never 0s while time is left)", got)
+	}
+	if got := fmtCount(2000000); got != "2.0M" {
+		t.Errorf("fmtCount = %q", got)
+	}
+}
+
+func TestMouseToggleAndWheel(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{})
+	if h.m.View().MouseMode != tea.MouseModeNone {
+		t.Fatal("mouse capture is on by default")
+	}
+	h.press("tab")
+	h.press("m")
+	if h.m.View().MouseMode != tea.MouseModeCellMotion {
+		t.Fatal("m did not turn the mouse on")
+	}
+	for i := 0; i < 5; i++ {
+		h.m.conv.add("x", strings.Repeat("long prompt ", 50), openai, t0)
+	}
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	if h.m.conv.offset != 3 {
+		t.Errorf("wheel up scrolled to %d", h.m.conv.offset)
+	}
+	if !strings.Contains(h.screen(), "scrolled up 3") {
+		t.Errorf("the title does not say it is scrolled")
+	}
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if h.m.conv.offset != 0 {
+		t.Errorf("wheel down scrolled to %d", h.m.conv.offset)
+	}
+}
+
+func TestNoGoroutineLeftAfterCancel(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	h := newHarness(t, 120, 40, Options{}, waitScript)
+	h.typeText("hi")
+	h.press("enter")
+	h.until("the wait", h.m.waiting)
+	h.press("esc")
+	h.idle()
+	if !h.m.drain(5 * time.Second) {
+		t.Fatal("the cancelled run did not return")
+	}
+	h.close()
+}
