@@ -58,7 +58,6 @@ func midStream(text string) func(ctx context.Context, req stream.Request, onText
 // shape of the adapter the lead writes over the store.
 type memHistory struct {
 	mu      sync.Mutex
-	prompts map[string]string
 	calls   []tui.CallDetail
 }
 
