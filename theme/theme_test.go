@@ -1,0 +1,34 @@
+package theme
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLightAndDarkDiffer(t *testing.T) {
+	d, l := NewPalette(true), NewPalette(false)
+	if d.Accent == l.Accent || d.Error == l.Error || d.Base == l.Base {
+		t.Errorf("light and dark palettes share tokens")
+	}
+	if s := New(true, false); !s.Dark || s.NoColor {
+		t.Errorf("flags: %+v", s)
+	}
+}
+
+func TestNoColorHasNoColour(t *testing.T) {
+	s := New(true, true)
+	for name, st := range map[string]interface{ Render(...string) string }{
+		"error": s.Error, "wait": s.Wait, "ok": s.OK, "stopped": s.Stopped, "simulated": s.Simulated, "border": s.Border,
+	} {
+		out := st.Render("STOPPED")
+		if strings.Contains(out, "38;") || strings.Contains(out, "48;") {
+			t.Errorf("%s renders colour under NO_COLOR: %q", name, out)
+		}
+		if !strings.Contains(out, "STOPPED") {
+			t.Errorf("%s lost its text", name)
+		}
+	}
+	if out := New(true, false).Error.Render("x"); !strings.Contains(out, "38;") {
+		t.Errorf("the error token has no colour with colour on: %q", out)
+	}
+}
