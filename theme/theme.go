@@ -97,7 +97,8 @@ func New(dark, noColor bool) Styles {
 	s.Title = s.Accent.Bold(true)
 	s.Simulated = lipgloss.NewStyle().Bold(true).Reverse(true)
 	if !noColor {
-		s.Simulated = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#000000")).Background(p.Warn)
+		ld := lipgloss.LightDark(dark)
+		s.Simulated = lipgloss.NewStyle().Bold(true).Foreground(ld(lipgloss.Color("#FFFFFF"), lipgloss.Color("#000000"))).Background(p.Warn)
 	}
 	s.Live = s.OK.Bold(true)
 
