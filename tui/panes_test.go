@@ -117,3 +117,49 @@ func TestNoGoroutineLeftAfterCancel(t *testing.T) {
 	}
 	h.close()
 }
+
+func TestTranscriptIsBounded(t *testing.T) {
+	c := newTranscript()
+	for i := 0; i < maxTurns+10; i++ {
+		c.add("x", "p", openai, t0)
+	}
+	if len(c.turns) != maxTurns || c.dropped != 10 {
+		t.Fatalf("turns %d dropped %d", len(c.turns), c.dropped)
+	}
+	st := theme.New(true, false)
+	c.offset = 1 << 20 // scroll to the very top
+	out := ansi.Strip(strings.Join(c.view(60, 10, &st, nil, nil), "\n"))
+	if !strings.Contains(out, "10 older calls are in the history") {
+		t.Errorf("the top of a bounded transcript does not say where the rest went:\n%s", out)
+	}
+}
+
+func TestAttemptLogScrollsAndSelects(t *testing.T) {
+	l := newAttemptLog()
+	for i := 0; i < 50; i++ {
+		l.add(&logRow{callID: "c", at: t0.Add(time.Duration(i) * time.Second), attempt: retry.Attempt{N: i + 1, Target: openai, Status: 429, Class: stream.ClassRateLimit, RequestID: "req_" + strings.Repeat("x", i%3)}})
+	}
+	st := theme.New(true, false)
+	l.focused = true
+	view := func() string { return ansi.Strip(strings.Join(l.view(100, 5, &st), "\n")) }
+	if v := view(); !strings.Contains(v, "14:02:49") || strings.Contains(v, "14:02:44") {
+		t.Fatalf("not following the newest:\n%s", v)
+	}
+	l.move(-10)
+	if v := view(); !strings.Contains(v, "14:02:39") || strings.Contains(v, "14:02:49") {
+		t.Errorf("scrolled up 10, view:\n%s", v)
+	}
+	if r := l.selected(); r == nil || r.attempt.N != 40 {
+		t.Errorf("selected %+v", r)
+	}
+	l.move(100)
+	if l.sel != -1 {
+		t.Errorf("moving past the newest does not follow it again (sel %d)", l.sel)
+	}
+	for i := 0; i < maxLogRows; i++ {
+		l.add(&logRow{at: t0, attempt: retry.Attempt{Target: openai}})
+	}
+	if len(l.rows) != maxLogRows {
+		t.Errorf("the log holds %d rows", len(l.rows))
+	}
+}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -167,13 +168,26 @@ type transcript struct {
 	turns       []*turn
 	offset      int // lines scrolled up from the bottom
 	promptCache map[*turn][]string
+	dropped     int // turns dropped off the top (maxTurns)
 	pw          int
 }
 
 func newTranscript() *transcript { return &transcript{promptCache: map[*turn][]string{}} }
 
+// maxTurns bounds the transcript so memory stays flat over a long session;
+// older calls stay in the history.
+const maxTurns = 2000
+
 func (c *transcript) add(id, prompt string, primary stream.Target, now time.Time) *turn {
 	t := &turn{callID: id, prompt: prompt, primary: primary, started: now}
+	if len(c.turns) >= maxTurns {
+		n := len(c.turns) - maxTurns + 1
+		for _, old := range c.turns[:n] {
+			delete(c.promptCache, old)
+		}
+		c.turns = append(c.turns[:0], c.turns[n:]...)
+		c.dropped += n
+	}
 	c.turns = append(c.turns, t)
 	return t
 }
@@ -256,6 +270,10 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 			rev = append(rev, blank)
 			n++
 		}
+	}
+	if c.dropped > 0 && n < need {
+		rev = append(rev, []string{fit(st.Subtle.Render(fmt.Sprintf("… %d older calls are in the history (h).", c.dropped)), w)})
+		n++
 	}
 	if c.offset > n-h {
 		c.offset = max(0, n-h)

@@ -57,8 +57,8 @@ func midStream(text string) func(ctx context.Context, req stream.Request, onText
 // memHistory records every event and serves them back as the history: the
 // shape of the adapter the lead writes over the store.
 type memHistory struct {
-	mu      sync.Mutex
-	calls   []tui.CallDetail
+	mu    sync.Mutex
+	calls []tui.CallDetail
 }
 
 func (h *memHistory) Record(ev retry.Event) {
