@@ -261,6 +261,12 @@ type attempt struct {
 // may be nil) with each text delta as it arrives. It returns the Result;
 // Result.Err is nil only when the stream signalled its own end.
 func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(string)) Result {
+	if c == nil {
+		c = &Client{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	red := newRedactor(ep.Key)
 	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red}
 	a.onText = func(s string) {

@@ -85,7 +85,7 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 		}
 	case DialectGemini:
 		m := strings.TrimPrefix(model, "models/")
-		path += "/v1beta/models/" + url.PathEscape(m) + ":streamGenerateContent"
+		path += "/v1beta/models/" + m + ":streamGenerateContent" // u.String() escapes it
 		q := u.Query()
 		q.Set("alt", "sse")
 		u.RawQuery = q.Encode()

@@ -465,3 +465,21 @@ func TestGroqUsageEnvelope(t *testing.T) {
 		t.Fatalf("%+v %+v", res, res.Usage)
 	}
 }
+
+func TestGeminiModelPath(t *testing.T) {
+	for model, want := range map[string]string{
+		"gemini-2.5-flash":      "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+		"models/gemini-2.5-pro": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+		"tuned 50%?#x":          "/v1beta/models/tuned%2050%25%3F%23x:streamGenerateContent",
+	} {
+		var got string
+		c, ep := serve(t, "gemini", func(w http.ResponseWriter, r *http.Request) {
+			got = r.URL.EscapedPath()
+			w.WriteHeader(404)
+		})
+		doReq(c, ep, model)
+		if got != want {
+			t.Errorf("%q: path %q, want %q", model, got, want)
+		}
+	}
+}
