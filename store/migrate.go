@@ -167,7 +167,7 @@ func migrate(tx *bolt.Tx, from int) error {
 		// Totals from the attempts, which are rewritten too.
 		c.Attempts, c.Waited, c.Classes = 0, 0, nil
 		ac := attempts.Cursor()
-		for ak, av := ac.Seek(key); ak != nil && len(ak) > keyLen && string(ak[:keyLen]) == string(key); ak, av = ac.Next() {
+		for ak, av := ac.Seek(key); len(ak) > keyLen && string(ak[:keyLen]) == string(key); ak, av = ac.Next() {
 			var a retry.Attempt
 			if len(av) > 0 && av[0] == 1 {
 				var ja attemptV1

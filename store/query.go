@@ -76,8 +76,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			if err != nil {
 				return err
 			}
-			k, v = c.Seek(key)
-			if k != nil {
+			if k, _ = c.Seek(key); k != nil {
 				k, v = c.Prev()
 			} else {
 				k, v = c.Last()
