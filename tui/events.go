@@ -115,7 +115,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 
 func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	r.wait = nil
-	m.targets.callEnd(res)
+	m.targets.callEnd(res, r.chain)
 	t.requests += len(res.Attempts)
 	if len(r.failTo) > 0 && !r.cancelled {
 		return // a fail-over-now run follows

@@ -166,6 +166,7 @@ func New(opts Options) *Model {
 		runs:    &sync.WaitGroup{},
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
+	m.targets.cooldowns(opts.Cooldowns, m.now)
 	m.input.Placeholder = "Type a prompt and press enter"
 	m.input.Prompt = "> "
 	m.input.SetVirtualCursor(false)

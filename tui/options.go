@@ -118,6 +118,11 @@ type Options struct {
 	// Curl renders an attempt as a curl command with the key redacted, for
 	// the copy-as-curl key; nil disables that key.
 	Curl func(a retry.Attempt, prompt string) string
+	// Cooldowns are the quota stops active at start (from the engine's
+	// Cooldowns store), shown as STOPPED until they end. A cooldown whose
+	// Scope names its target ("...openai/gpt-5.4-mini") stops that target;
+	// any other stops every target of its provider (an account stop).
+	Cooldowns []retry.Cooldown
 	// Mouse starts with mouse capture on (wheel scrolling); off by default so
 	// the terminal's own selection works.
 	Mouse bool

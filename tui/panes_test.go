@@ -163,3 +163,20 @@ func TestAttemptLogScrollsAndSelects(t *testing.T) {
 		t.Errorf("the log holds %d rows", len(l.rows))
 	}
 }
+
+func TestCooldownsShowAsStopped(t *testing.T) {
+	cds := []retry.Cooldown{
+		{Scope: "account:openai:3f2a9c", Target: "openai/gpt-5.4-mini", Code: "insufficient_quota", Message: "You exceeded your current quota", Since: t0.Add(-time.Hour)},
+		{Scope: "target:gemini/gemini-3.8-flash", Target: "gemini/gemini-3.8-flash", Code: "RESOURCE_EXHAUSTED", Until: t0.Add(6 * time.Hour), Since: t0},
+		{Scope: "target:anthropic/claude-haiku-5-5", Target: "anthropic/claude-haiku-5-5", Until: t0.Add(-time.Minute)}, // over
+	}
+	h := newHarness(t, 120, 40, Options{Cooldowns: cds, Chain: []stream.Target{openai, anthropic, gemini},
+		Targets: []TargetInfo{{Target: openai, Available: true}, {Target: anthropic, Available: true}, {Target: gemini, Available: true}}})
+	s := h.screen()
+	if strings.Count(s, "STOPPED") != 2 || !strings.Contains(s, "You exceeded your current quota") || !strings.Contains(s, "(in 6h00m)") {
+		t.Errorf("cooldowns at start:\n%s", s)
+	}
+	if !strings.Contains(s, "READY") {
+		t.Errorf("an ended cooldown still stops its target:\n%s", s)
+	}
+}

@@ -258,10 +258,47 @@ func (p *targetsPane) wait(w *retry.Wait, now time.Time) {
 	p.invalidate()
 }
 
+// stop marks a target stopped (a quota or a cooldown).
+func (p *targetsPane) stop(t stream.Target, words string, until time.Time) {
+	s := p.get(t)
+	s.stopped, s.stopWords, s.stopUntil = true, words, until
+	p.invalidate()
+}
+
+// cooldowns marks the targets that active cooldowns block.
+func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
+	for _, c := range cds {
+		if !c.Active(now) {
+			continue
+		}
+		ct, err := stream.ParseTarget(c.Target)
+		words := c.Message
+		if words == "" {
+			words = c.Code
+		}
+		for _, s := range p.list {
+			t := s.info.Target
+			switch {
+			case strings.HasSuffix(c.Scope, t.String()):
+				p.stop(t, words, c.Until)
+			case err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
+				p.stop(t, words, c.Until)
+			}
+		}
+	}
+}
+
 // callEnd applies a call's end: a cooldown stop and the end of busy states.
-func (p *targetsPane) callEnd(r *retry.Result) {
+func (p *targetsPane) callEnd(r *retry.Result, chain []stream.Target) {
 	for _, s := range p.list {
 		s.busy = ""
+	}
+	if r.CooldownHit && len(r.Attempts) == 0 && r.Err != nil {
+		for _, t := range chain {
+			if strings.HasPrefix(r.Err.Message, t.String()+" ") || strings.HasPrefix(r.Err.Message, t.Provider+" account") {
+				p.stop(t, r.Err.Message, r.CooldownUntil)
+			}
+		}
 	}
 	if r.Outcome == retry.OutcomeStopped && r.Err != nil {
 		var t stream.Target
