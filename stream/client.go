@@ -376,6 +376,9 @@ func readLimited(r io.Reader, limit int64) ([]byte, bool, error) {
 func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 	body, _, derr := decodeBody(resp, wire)
 	if derr != nil {
+		if e := a.readCause(derr); e != nil && e.Class == ClassCancelled {
+			return a.fail(e)
+		}
 		e := ParseError(a.provider, resp.StatusCode, resp.Header, nil, a.c.now())
 		e.Message = fmt.Sprintf("HTTP %d; %v", resp.StatusCode, derr)
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize)
@@ -471,6 +474,9 @@ func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 	wire.limit = a.o.MaxStreamSize
 	body, _, derr := decodeBody(resp, wire)
 	if derr != nil {
+		if e := a.readCause(derr); e != nil {
+			return a.fail(e)
+		}
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize) // for the snippet
 		return a.fail(&Error{Class: ClassServer, Message: derr.Error(), Snippet: snippet(wire.head), Err: derr})
 	}

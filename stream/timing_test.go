@@ -288,3 +288,20 @@ func TestCancellation(t *testing.T) {
 		}
 	})
 }
+
+func TestGzipHeaderStall(t *testing.T) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte{0x1f}) // half a gzip magic number, then silence
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	inBubble(t, "openai", h, func(c *Client, ep Endpoint) {
+		res, took := timed(c, ep, context.Background())
+		if res.Err == nil || res.Err.Class != ClassTimeout || took != 30*time.Second {
+			t.Fatalf("after %v: %+v", took, res.Err)
+		}
+	})
+}
