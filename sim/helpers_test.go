@@ -129,7 +129,7 @@ func request(t *testing.T, root, provider string, stream bool) *http.Request {
 		url = BaseURL(root, provider) + "/chat/completions"
 		m := map[string]any{"model": model, "max_tokens": 64, "stream": stream,
 			"messages": []any{map[string]any{"role": "user", "content": "hello there"}}}
-		if stream {
+		if stream && provider != "mistral" { // Mistral rejects stream_options
 			m["stream_options"] = map[string]any{"include_usage": true}
 		}
 		body = m

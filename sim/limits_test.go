@@ -349,3 +349,15 @@ func TestTimedWindowsAndRepeats(t *testing.T) {
 		}
 	}
 }
+
+func TestMistralRejectsOpenAIOnlyFields(t *testing.T) {
+	s, _, _ := newTestSim(t, Options{})
+	req := request(t, "http://sim.test", "mistral", true)
+	req2 := request(t, "http://sim.test", "openai", true) // carries stream_options
+	req2.URL = req.URL
+	r := exchange(s, req2)
+	body := jsonOf(t, r.body)
+	if r.status != 422 || path(body, "type") != "invalid_request_error" || !strings.Contains(string(r.body), `"loc":["body","stream_options"]`) {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}

@@ -282,6 +282,11 @@ func parseOpenAI(body []byte, req *simRequest) (reply, bool) {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return invalidReply(req.provider, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The API expects a JSON payload, but what was sent was not valid JSON.)", "", ""), false
 	}
+	if req.provider == "mistral" {
+		if bad, ok := mistralExtra(body); !ok {
+			return bad, false
+		}
+	}
 	if in.Model == "" {
 		return invalidReply(req.provider, "you must provide a model parameter", "", ""), false
 	}
@@ -310,6 +315,32 @@ func parseOpenAI(body []byte, req *simRequest) (reply, bool) {
 	}
 	req.prompt = b.String()
 	return reply{}, true
+}
+
+// mistralForbidden are OpenAI parameters Mistral's validation rejects with
+// 422 extra_forbidden (seen in captured errors: stream_options,
+// max_completion_tokens, store).
+var mistralForbidden = []string{"max_completion_tokens", "store", "stream_options"}
+
+// mistralExtra is Mistral's 422 for a forbidden top-level field.
+func mistralExtra(body []byte) (reply, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return reply{}, true
+	}
+	var detail []any
+	for _, k := range mistralForbidden {
+		if v, ok := top[k]; ok {
+			var in any
+			_ = json.Unmarshal(v, &in)
+			detail = append(detail, obj{"type", "extra_forbidden", "loc", []any{"body", k}, "msg", "Extra inputs are not permitted", "input", in})
+		}
+	}
+	if detail == nil {
+		return reply{}, true
+	}
+	return jsonReply(422, mustJSON(obj{"object", "error", "message", obj{"detail", detail},
+		"type", "invalid_request_error", "param", nil, "code", nil})), false
 }
 
 func parseAnthropic(body []byte, req *simRequest, requestID string) (reply, bool) {

@@ -97,6 +97,7 @@ func TestRoundTripClasses(t *testing.T) {
 		{"mistral", Fault{Kind: FaultSpendCap}, want{status: 402, class: stream.ClassQuota, scope: stream.ScopeAccount}},
 		{"mistral", Fault{Kind: FaultOverload}, want{status: 503, class: stream.ClassOverload}},
 		{"mistral", Fault{Kind: FaultServerError}, want{status: 500, class: stream.ClassServer}},
+		{"mistral", Fault{Kind: FaultMidStream}, want{status: 200, class: stream.ClassOverload, midStream: true}},
 		// xAI
 		{"xai", Fault{Kind: FaultSpendCap}, want{status: 403, class: stream.ClassQuota, scope: stream.ScopeAccount}},
 		{"xai", Fault{Kind: FaultSpendCap, Code: "429"}, want{status: 429, class: stream.ClassQuota, scope: stream.ScopeAccount}},
