@@ -173,7 +173,7 @@ func TestCooldownsShowAsStopped(t *testing.T) {
 	h := newHarness(t, 120, 40, Options{Cooldowns: cds, Chain: []stream.Target{openai, anthropic, gemini},
 		Targets: []TargetInfo{{Target: openai, Available: true}, {Target: anthropic, Available: true}, {Target: gemini, Available: true}}})
 	s := h.screen()
-	if strings.Count(s, "STOPPED") != 2 || !strings.Contains(s, "You exceeded your current quota") || !strings.Contains(s, "(in 6h00m)") {
+	if strings.Count(s, "STOPPED") != 2 || !strings.Contains(s, "quota: You exceeded your current") || !strings.Contains(s, "(in 6h00m)") {
 		t.Errorf("cooldowns at start:\n%s", s)
 	}
 	if !strings.Contains(s, "READY") {
