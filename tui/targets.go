@@ -344,7 +344,9 @@ func sourceOr(s stream.DelaySource, def string) string {
 // view renders the pane's inner lines for width w (full form) or, collapsed,
 // one line a target.
 func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Styles) []string {
-	key := fmt.Sprintf("%d/%v/%d/%v", w, collapsed, now.Unix(), p.focused)
+	// Countdowns round up to whole seconds from sub-second ends, so the key
+	// follows the clock tick (250ms), not the wall second.
+	key := fmt.Sprintf("%d/%v/%d/%v", w, collapsed, now.UnixMilli()/250, p.focused)
 	if key == p.cacheKey {
 		return p.cache
 	}
