@@ -70,13 +70,9 @@ func runSim(ctx context.Context, a *app, args []string) int {
 
 	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed})
 	if err != nil {
+		// A bad scenario, scenario file or listen address: configuration.
 		fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
-		if *scenario != "" || *file != "" {
-			if _, serr := sim.New(sim.Options{Scenario: *scenario, ScenarioFile: *file}); serr != nil {
-				return exitUsage // the scenario is the problem: configuration
-			}
-		}
-		return exitFailed
+		return exitUsage
 	}
 	defer r.Close()
 

@@ -136,3 +136,15 @@ func TestRunSimBanner(t *testing.T) {
 		}
 	}
 }
+
+func TestRunSimListenInUse(t *testing.T) {
+	r, err := sim.Start(t.Context(), "", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, stderr := simTestApp(t, io.Discard)
+	if code := runSim(t.Context(), a, []string{"--listen", strings.TrimPrefix(r.URL, "http://")}); code != exitUsage {
+		t.Errorf("exit %d, want 2 (%s)", code, stderr)
+	}
+}
