@@ -75,6 +75,14 @@ func run(ctx context.Context, a *app, args []string) int {
 		return runSend(ctx, a, args[1:])
 	case "sim":
 		return runSim(ctx, a, args[1:])
+	case "history":
+		return runHistory(ctx, a, args[1:])
+	case "cooldowns":
+		return runCooldowns(ctx, a, args[1:])
+	case "info":
+		return runInfo(ctx, a, args[1:])
+	case "bench":
+		return runBench(ctx, a, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(a.stdout, "limitscope", version)
 		return exitOK
@@ -94,6 +102,7 @@ Usage:
   limitscope history ...          review the attempt history
   limitscope cooldowns [clear]    list or end quota cooldowns
   limitscope bench [flags]        compare retry policies under a rate limit
+  limitscope info                 the paths in use
   limitscope version
 
 Run "limitscope COMMAND -h" for a command's flags. See README.md.
