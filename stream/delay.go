@@ -97,6 +97,9 @@ func ParseDuration(s string) (time.Duration, bool) {
 	return min(d, MaxServerDelay), true
 }
 
+// maxDelayScan is how much of a message ParseMessageDelay reads.
+const maxDelayScan = 8 << 10
+
 var (
 	// "Please try again in 1.984999999s.", "Please retry in 44.097740004s.",
 	// "try again in 174ms", "try again in 9m38.016s".
@@ -109,6 +112,9 @@ var (
 // again in 1.984999999s.", "Please retry in 44.097740004s.", "try again in
 // 174ms", "9m38.016s", "try again in 20 seconds").
 func ParseMessageDelay(msg string) (time.Duration, bool) {
+	if len(msg) > maxDelayScan { // the sentence is near the start; bound the work on a huge body
+		msg = msg[:maxDelayScan]
+	}
 	if m := msgDelayRE.FindStringSubmatch(msg); m != nil {
 		if d, ok := ParseDuration(strings.ToLower(m[1])); ok && d > 0 {
 			return d, true
