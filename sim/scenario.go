@@ -455,6 +455,9 @@ func parseFaultRule(value string, windowed bool) (faultRule, error) {
 		sort.Strings(names)
 		return r, fmt.Errorf("unknown fault kind %q (known: %s)", r.Kind, strings.Join(names, ", "))
 	}
+	if r.Kind == FaultFailoverDemo {
+		return r, fmt.Errorf("failover-demo is a live action (POST /_sim/fault); in a file, script the degradation with a window, e.g. window = 5s- overload")
+	}
 	for _, opt := range f {
 		k, v, ok := strings.Cut(opt, "=")
 		if !ok {

@@ -98,6 +98,7 @@ func TestScenarioFileErrorsNameTheLine(t *testing.T) {
 		{"[*]\njust words\n", "bad.ini:2: \"just words\": want key = value"},
 		{"primary = nobody\n", "bad.ini:1: primary: unknown provider"},
 		{"[*]\nlimit_kind = leaky\n", "bad.ini:2: limit_kind:"},
+		{"[*]\nfault = failover-demo 0.5\n", "bad.ini:2: fault: failover-demo is a live action"},
 	}
 	for _, c := range cases {
 		_, err := parseScenario("x", strings.NewReader(c.text), "bad.ini")
