@@ -536,10 +536,14 @@ func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
 	m.prompts[id] = m.turn.prompt
 	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy}
 	runner, f, runs := m.opts.Runner, m.feed, m.runs
+	cr, _ := m.opts.Recorder.(CallRecorder)
 	runs.Add(1)
 	runCmd := func() tea.Msg {
 		defer runs.Done()
 		defer cancel()
+		if cr != nil {
+			cr.RecordCall(call)
+		}
 		res := runner.Run(ctx, call, f.sink)
 		f.push(runDoneMsg{runID: id, result: res})
 		return nil

@@ -595,11 +595,21 @@ func TestRecorderGetsEveryEvent(t *testing.T) {
 	if kinds != want {
 		t.Errorf("recorded %q, want %q", kinds, want)
 	}
+	if len(rec.calls) != 1 || rec.calls[0].Prompt != "hi" || rec.calls[0].ID != rec.evs[0].CallID {
+		t.Errorf("RecordCall got %+v", rec.calls)
+	}
 }
 
 type recorder struct {
-	mu  sync.Mutex
-	evs []retry.Event
+	mu    sync.Mutex
+	evs   []retry.Event
+	calls []retry.Call
+}
+
+func (r *recorder) RecordCall(c retry.Call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
 }
 
 func (r *recorder) Record(ev retry.Event) {

@@ -85,6 +85,14 @@ type Recorder interface {
 	Record(ev retry.Event)
 }
 
+// CallRecorder is an optional interface of a Recorder: RecordCall receives
+// each call (its id, chain and prompt) before its first event, since events
+// do not carry the prompt. A fail-over-now run is a call of its own, with
+// its own id ("<id>.f1").
+type CallRecorder interface {
+	RecordCall(c retry.Call)
+}
+
 // TargetInfo is one target the user can pick: Available is false when its
 // key is missing, and Missing names the variable to set.
 type TargetInfo struct {

@@ -57,8 +57,18 @@ func midStream(text string) func(ctx context.Context, req stream.Request, onText
 // memHistory records every event and serves them back as the history: the
 // shape of the adapter the lead writes over the store.
 type memHistory struct {
-	mu    sync.Mutex
-	calls []tui.CallDetail
+	mu      sync.Mutex
+	prompts map[string]string
+	calls   []tui.CallDetail
+}
+
+func (h *memHistory) RecordCall(c retry.Call) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.prompts == nil {
+		h.prompts = map[string]string{}
+	}
+	h.prompts[c.ID] = c.Prompt
 }
 
 func (h *memHistory) Record(ev retry.Event) {
@@ -73,6 +83,8 @@ func (h *memHistory) Record(ev retry.Event) {
 	if r.ServedBy != nil {
 		d.ServedBy = r.ServedBy.String()
 	}
+	d.Prompt = h.prompts[ev.CallID]
+	d.PromptHead = d.Prompt
 	h.calls = append([]tui.CallDetail{d}, h.calls...)
 }
 
