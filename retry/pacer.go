@@ -93,7 +93,8 @@ type gate struct {
 	rate   float64
 	burst  float64
 	tat    time.Time
-	obsSeq uint64 // newest response resynced from
+	obsAt  time.Time            // send time of the newest response resynced from
+	active map[*Permit]struct{} // reserved and not yet done: sent or about to be
 
 	reqHold   time.Time // per-day requests window exhausted: until one fits
 	tokHold   time.Time // a tokens window exhausted: until one request fits
@@ -176,6 +177,7 @@ type Permit struct {
 	p         *Pacer
 	g         *gate
 	seq       uint64
+	sentAt    time.Time // when it is sent: the end of its pacing wait
 	reserved  bool
 	tatBefore time.Time
 	tatAfter  time.Time
@@ -222,9 +224,16 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	g := pm.g
 	g.seq++
 	pm.seq = g.seq
+	var pc Pace
+	defer func() {
+		pm.sentAt = now.Add(pc.Delay)
+		if g.active == nil {
+			g.active = make(map[*Permit]struct{})
+		}
+		g.active[pm] = struct{}{}
+	}()
 
 	ready := now
-	var pc Pace
 	if g.hold.After(ready) {
 		ready = g.hold
 		pc.Source, pc.Asked = g.holdSrc, g.holdAsked
@@ -259,7 +268,7 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	}
 	pc.Delay = ready.Sub(now)
 	if pc.Delay <= 0 {
-		return Pace{}
+		pc = Pace{}
 	}
 	return pc
 }
@@ -281,6 +290,7 @@ func (pm *Permit) Cancel(now time.Time) {
 	}
 	pm.closed = true
 	g := pm.g
+	delete(g.active, pm)
 	if pm.reserved && g.rate > 0 {
 		if g.tat.Equal(pm.tatAfter) {
 			g.tat = pm.tatBefore
@@ -305,8 +315,13 @@ func (pm *Permit) Done(r *stream.Result, now time.Time) {
 	}
 	pm.closed = true
 	g := pm.g
+	delete(g.active, pm)
 	g.inflight--
-	pm.p.observeLocked(g, pm.seq, r, now)
+	sent := pm.sentAt
+	if sent.IsZero() { // never reserved
+		sent = now
+	}
+	pm.p.observeLocked(g, pm.seq, sent, r, now)
 	g.wakeLocked()
 }
 
@@ -316,11 +331,13 @@ func (p *Pacer) Observe(t stream.Target, r *stream.Result, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gateLocked(t)
-	p.observeLocked(g, g.seq, r, now)
+	p.observeLocked(g, g.seq, now, r, now)
 	g.wakeLocked()
 }
 
-func (p *Pacer) observeLocked(g *gate, seq uint64, r *stream.Result, now time.Time) {
+// observeLocked feeds g with the answer r, received at now, to the request
+// numbered seq sent at sent.
+func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Result, now time.Time) {
 	if r == nil {
 		return
 	}
@@ -355,9 +372,11 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, r *stream.Result, now time.Ti
 				g.tat = at
 			}
 		}
-	} else if !r.Limits.Empty() && seq >= g.obsSeq {
-		g.obsSeq = seq
-		p.resyncLocked(g, seq, r.Limits, now)
+	} else if !r.Limits.Empty() && !sent.Before(g.obsAt) {
+		// Only a snapshot newer than the last one used: answers arrive out
+		// of order.
+		g.obsAt = sent
+		p.resyncLocked(g, sent, r.Limits, now)
 	}
 
 	// Concurrency: AIMD with slow start.
@@ -420,10 +439,13 @@ func ewma(avg, x float64) float64 {
 	return 0.8*avg + 0.2*x
 }
 
-// resyncLocked brings the gate in line with a limits snapshot taken at now
-// for the request numbered seq.
-func (p *Pacer) resyncLocked(g *gate, seq uint64, l *stream.Limits, now time.Time) {
+// resyncLocked brings the gate in line with a limits snapshot of the
+// request sent at sent, received at now.
+func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time.Time) {
 	at := now
+	if !l.At.IsZero() && !l.At.After(now) && !l.At.Before(sent) {
+		at = l.At // when the headers arrived
+	}
 	if rw := l.Requests; rw != nil && rw.HasRemaining {
 		if rw.PerDay {
 			// A daily budget: no spreading, only a hold when it is spent.
@@ -436,9 +458,16 @@ func (p *Pacer) resyncLocked(g *gate, seq uint64, l *stream.Limits, now time.Tim
 			if rw.HasLimit {
 				g.burst = math.Min(g.burst, math.Max(1, float64(rw.Limit)))
 			}
-			// Tokens in the bucket now: what the server said was left,
-			// less the requests reserved after this one.
-			avail := math.Min(float64(rw.Remaining), g.burst) - float64(g.seq-seq)
+			// Tokens in the bucket at: what the server said was left, less
+			// the requests sent (or about to be) after this one, which it
+			// had not counted yet.
+			later := 0
+			for o := range g.active {
+				if o.reserved && o.sentAt.After(sent) {
+					later++
+				}
+			}
+			avail := math.Min(float64(rw.Remaining), g.burst) - float64(later) - cushion(g.burst)
 			T := interval(rate)
 			g.tat = at.Add(time.Duration((g.burst - avail) * float64(T)))
 		} else if rw.Remaining <= 0 && rw.Reset.After(at) {
@@ -508,4 +537,11 @@ func laterOf(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// cushion is how many requests of a bucket's burst the pacer leaves to the
+// server, so that timing noise (a late answer, a late timer) does not turn
+// into a 429: one when the burst allows it.
+func cushion(burst float64) float64 {
+	return math.Min(1, burst-1)
 }

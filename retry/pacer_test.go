@@ -92,7 +92,9 @@ func TestPacingSpreadsInsteadOfBursting(t *testing.T) {
 	ctx := context.Background()
 	pm, _ := p.Acquire(ctx, A)
 	pm.Reserve(t0)
-	// 300 a minute (5/s), none left: the bucket lets one through every 200ms.
+	// 300 a minute (5/s), none left: the bucket lets one through every
+	// 200ms, keeping one request's cushion to the server (so the first
+	// waits 400ms).
 	r := retrytest.WithLimits(retrytest.OK("x"), reqWindow(300, 0, t0.Add(time.Minute)))
 	pm.Done(&r, t0)
 	if st := p.State(A); st.Rate != 5 {
@@ -104,7 +106,7 @@ func TestPacingSpreadsInsteadOfBursting(t *testing.T) {
 			t.Fatal(err)
 		}
 		pc := pm.Reserve(t0)
-		if want := time.Duration(i) * 200 * time.Millisecond; pc.Delay != want || pc.Source != stream.SourceReset {
+		if want := time.Duration(i+1) * 200 * time.Millisecond; pc.Delay != want || pc.Source != stream.SourceReset {
 			t.Fatalf("request %d: %+v, want %v", i, pc, want)
 		}
 		pm.Cancel(t0) // gives its place back...
