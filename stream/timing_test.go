@@ -305,3 +305,12 @@ func TestGzipHeaderStall(t *testing.T) {
 		}
 	})
 }
+
+func TestEventStreamThatNeverSendsData(t *testing.T) {
+	inBubble(t, "anthropic", script(200, "text/event-stream"), func(c *Client, ep Endpoint) {
+		res, took := timed(c, ep, context.Background())
+		if res.Err == nil || res.Err.Class != ClassTimeout || res.Status != 200 || res.Err.MidStream || took != 30*time.Second {
+			t.Fatalf("after %v: %+v", took, res.Err)
+		}
+	})
+}
