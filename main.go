@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,9 +64,8 @@ func isTerminal(f *os.File) bool {
 
 // run dispatches a command line and returns the exit code.
 func run(ctx context.Context, a *app, args []string) int {
-	if len(args) == 0 {
-		usage(a.stderr)
-		return exitUsage
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) && args[0] != "--version" {
+		return runTUI(ctx, a, args)
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
@@ -91,6 +91,8 @@ func run(ctx context.Context, a *app, args []string) int {
 	usage(a.stderr)
 	return exitUsage
 }
+
+func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `limitscope: a console for LLM API rate limits, retries and failover

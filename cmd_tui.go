@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/store"
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/tui"
+)
+
+// defaultModels is the model offered for each provider in the console's
+// target list when the user names none.
+var defaultModels = []stream.Target{
+	{Provider: "openai", Model: "gpt-5.4-mini"},
+	{Provider: "anthropic", Model: "claude-haiku-5-5"},
+	{Provider: "gemini", Model: "gemini-3.8-flash"},
+	{Provider: "groq", Model: "llama-3.3-70b-versatile"},
+	{Provider: "deepseek", Model: "deepseek-chat"},
+	{Provider: "mistral", Model: "mistral-small-latest"},
+	{Provider: "xai", Model: "grok-4-fast"},
+}
+
+// runTUI starts the console: on the simulator when --sim, LIMITSCOPE_SIM or
+// no key at all; on the real providers otherwise.
+func runTUI(ctx context.Context, a *app, args []string) int {
+	fs := flag.NewFlagSet("limitscope", flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		usage(a.stderr)
+		fmt.Fprintln(a.stderr, "\nConsole flags:")
+		fs.PrintDefaults()
+	}
+	var cf callFlags
+	cf.register(fs)
+	mouse := fs.Bool("mouse", false, "capture the mouse (wheel scrolling) from the start")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(a.stderr, "limitscope: unknown command %q\n\n", fs.Arg(0))
+		usage(a.stderr)
+		return exitUsage
+	}
+	if !a.stdinTTY || !a.stdoutTTY {
+		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see -h)")
+		usage(a.stderr)
+		return exitUsage
+	}
+	if err := cf.validate(); err != nil {
+		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+		return exitUsage
+	}
+
+	simulated := a.simRequested(cf.session) || !a.anyKey()
+	sess, err := a.openSession(ctx, cf.session, simulated)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+		return exitUsage
+	}
+	defer sess.close()
+
+	targets := consoleTargets(sess)
+	var chain []stream.Target
+	if cf.model != "" {
+		if chain, err = cf.chain(); err != nil {
+			fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+			return exitUsage
+		}
+		if err := sess.check(chain); err != nil {
+			fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+			return exitUsage
+		}
+		targets = mergeTargets(chain, targets)
+	} else {
+		for _, t := range targets {
+			if t.Available && len(chain) < 3 {
+				chain = append(chain, t.Target)
+			}
+		}
+	}
+
+	// History warnings would tear the full-screen view: collect them and
+	// print them once the console has closed.
+	var warnings bytes.Buffer
+	quiet := *a
+	quiet.stderr = &warnings
+	hist := quiet.openHistory(cf.db, cf.noHistory, cf.noContent, sess.simulated, "tui")
+	defer func() {
+		hist.close(ctx, &quiet)
+		io.Copy(a.stderr, &warnings)
+	}()
+
+	engine := &retry.Engine{
+		Doer:      &stream.Router{Client: &stream.Client{Options: cf.stream, Now: a.now}, Endpoints: sess.endpoints},
+		Clock:     a.clock,
+		Cooldowns: hist.cooldowns(),
+		Pacer:     retry.NewPacer(),
+	}
+	opts := tui.Options{
+		Runner:    recordingRunner{engine: engine, hist: hist},
+		Chain:     chain,
+		Targets:   targets,
+		Policy:    cf.policy,
+		MaxTokens: cf.maxTokens,
+		Simulated: sess.simulated,
+		Scenario:  sess.scenario,
+		Version:   version,
+		Now:       a.now,
+		NoColor:   a.getenv("NO_COLOR") != "",
+		Mouse:     *mouse,
+	}
+	if sess.running != nil {
+		opts.Faults = simFaults{srv: sess.running.Server}
+	}
+	if !cf.noHistory {
+		if path, err := historyPath(a, cf.db); err == nil {
+			opts.History = storeHistory{rd: &store.Reader{Path: path}}
+		}
+	}
+	if cds, err := hist.cooldowns().List(); err == nil {
+		opts.Cooldowns = cds
+	}
+	if err := tui.Run(ctx, opts); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func historyPath(a *app, db string) (string, error) {
+	if db != "" {
+		return db, nil
+	}
+	return store.DefaultPath(a.getenv)
+}
+
+// consoleTargets lists one default target per provider, available when the
+// session can reach it.
+func consoleTargets(sess *session) []tui.TargetInfo {
+	var out []tui.TargetInfo
+	for _, t := range defaultModels {
+		ti := tui.TargetInfo{Target: t}
+		if _, ok := sess.endpoints[t.Provider]; ok {
+			ti.Available = true
+		} else if mk, ok := sess.missing[t.Provider]; ok {
+			ti.Missing = mk.Vars[0]
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// mergeTargets puts the chain first, then the defaults not already in it.
+func mergeTargets(chain []stream.Target, defaults []tui.TargetInfo) []tui.TargetInfo {
+	out := make([]tui.TargetInfo, 0, len(chain)+len(defaults))
+	seen := map[stream.Target]bool{}
+	for _, t := range chain {
+		seen[t] = true
+		out = append(out, tui.TargetInfo{Target: t, Available: true})
+	}
+	for _, d := range defaults {
+		if !seen[d.Target] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// recordingRunner runs calls on the engine and records them in the history.
+type recordingRunner struct {
+	engine *retry.Engine
+	hist   *historyHook
+}
+
+func (r recordingRunner) Run(ctx context.Context, c retry.Call, sink func(retry.Event)) retry.Result {
+	return r.engine.Run(ctx, c, r.hist.sink(c, sink))
+}
+
+// simFaults injects the console's demo faults into the in-process simulator.
+type simFaults struct{ srv *sim.Server }
+
+func (s simFaults) Inject(_ context.Context, f tui.FaultRequest) error {
+	return s.srv.Inject(sim.Fault{Provider: f.Provider, Kind: f.Kind, RetryAfter: f.RetryAfter, Count: f.Count, Code: f.Code})
+}
+
+func (s simFaults) SetScenario(_ context.Context, name string) error { return s.srv.SetScenario(name) }
+
+// storeHistory serves the console's history view from the history file.
+type storeHistory struct{ rd *store.Reader }
+
+func summary(c *store.Call) tui.CallSummary {
+	s := tui.CallSummary{
+		ID:       strconv.FormatUint(uint64(c.ID), 10),
+		Time:     c.Started,
+		Outcome:  c.Outcome,
+		Attempts: c.Attempts,
+	}
+	if c.ServedBy != nil {
+		s.ServedBy = c.ServedBy.String()
+	}
+	if !c.Ended.IsZero() {
+		s.Duration = c.Ended.Sub(c.Started)
+	}
+	head := c.Prompt
+	if head == "" && len(c.Chain) > 0 {
+		head = c.Chain[0].String()
+	}
+	if len(head) > 80 {
+		head = head[:80]
+	}
+	s.PromptHead = strings.ReplaceAll(head, "\n", " ")
+	return s
+}
+
+func (h storeHistory) List(ctx context.Context, f tui.HistoryFilter) ([]tui.CallSummary, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 200
+	}
+	calls, err := h.rd.List(ctx, store.Filter{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	needle := strings.ToLower(f.Text)
+	out := make([]tui.CallSummary, 0, len(calls))
+	for i := range calls {
+		s := summary(&calls[i])
+		if needle != "" && !strings.Contains(strings.ToLower(s.PromptHead+" "+s.ServedBy+" "+string(s.Outcome)), needle) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (h storeHistory) Show(ctx context.Context, id string) (tui.CallDetail, error) {
+	c, err := h.rd.Show(ctx, id)
+	if err != nil {
+		return tui.CallDetail{}, err
+	}
+	d := tui.CallDetail{CallSummary: summary(c), Prompt: c.Prompt, Attempts: c.AttemptsList, Text: c.Text}
+	for _, at := range c.AttemptsList {
+		if at.Waited > 0 {
+			d.Waits = append(d.Waits, retry.Wait{Target: at.Target, Duration: at.Waited, Source: at.DelaySource,
+				Until: at.StartedAt.Add(at.Duration + at.Waited)})
+		}
+	}
+	return d, nil
+}
