@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -197,7 +198,7 @@ func (r *run) run() Result {
 	now := r.clock.Now()
 	id := r.call.ID
 	if id == "" {
-		id = fmt.Sprintf("%016x", rand.Uint64())
+		id = strconv.FormatUint(rand.Uint64(), 16)
 	}
 	r.res = Result{CallID: id, Started: now}
 	r.deadline = now.Add(r.pol.Deadline)
@@ -586,6 +587,9 @@ func (r *run) finish(o Outcome, err *stream.Error) Result {
 	r.res.Outcome = o
 	r.res.Err = err
 	r.res.Ended = r.clock.Now()
+	if r.sink == nil {
+		return r.res
+	}
 	rc := r.res
 	rc.Attempts = append([]Attempt(nil), r.res.Attempts...)
 	rc.Skips = append([]Skip(nil), r.res.Skips...)
