@@ -180,3 +180,55 @@ func TestCooldownsShowAsStopped(t *testing.T) {
 		t.Errorf("an ended cooldown still stops its target:\n%s", s)
 	}
 }
+
+// TestRandomInputNeverPanics presses random keys at random sizes, with calls
+// running, and checks every frame fits the terminal.
+func TestRandomInputNeverPanics(t *testing.T) {
+	keys := []string{"enter", "esc", "tab", "shift+tab", "space", "ctrl+f", "?", "h", "d", "a", "m", "y", "c",
+		"i", "j", "k", "K", "J", "/", "1", "5", "x", "pgup", "pgdown", "up", "down"}
+	var scripts []script
+	for i := 0; i < 40; i++ {
+		scripts = append(scripts, okScript(openai, "a"), failoverScript, quotaScript, midStreamScript,
+			okScript(anthropic, strings.Repeat("日本語のテキスト 🙂 wide\tcells ", 20)))
+	}
+	h := newHarness(t, 120, 40, Options{Simulated: true, Faults: &fakeFaults{}, History: goldenHistory()}, scripts...)
+	seed := uint32(7)
+	next := func(n int) int {
+		seed = seed*1664525 + 1013904223
+		return int(seed>>8) % n
+	}
+	for i := 0; i < 1500; i++ {
+		switch r := next(20); {
+		case r == 0:
+			h.send(tea.WindowSizeMsg{Width: 40 + next(140), Height: 10 + next(50)})
+		case r == 1:
+			h.tick(time.Duration(next(5000)) * time.Millisecond)
+		case r < 4:
+			h.typeText("hi")
+		default:
+			k := keys[next(len(keys))]
+			if k == "q" {
+				continue
+			}
+			msg := keyMsg(k)
+			switch k {
+			case "pgup":
+				msg = tea.KeyPressMsg{Code: tea.KeyPgUp}
+			case "pgdown":
+				msg = tea.KeyPressMsg{Code: tea.KeyPgDown}
+			case "up":
+				msg = tea.KeyPressMsg{Code: tea.KeyUp}
+			case "down":
+				msg = tea.KeyPressMsg{Code: tea.KeyDown}
+			}
+			h.send(msg)
+		}
+		for len(h.msgs) > 0 {
+			h.send(<-h.msgs)
+		}
+		h.checkFrame()
+	}
+	if n := len(h.runner.Calls()); n < 10 {
+		t.Errorf("only %d calls ran", n)
+	}
+}
