@@ -273,27 +273,32 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 	if pc.Delay <= 0 {
 		return permit, 0, stepRetry
 	}
-	refuse := func(s step, o Outcome, retryAt time.Time) (*Permit, time.Duration, step) {
+	// The same rules as a server's delay: too long with a fallback left
+	// moves on, too long without one defers, past the deadline moves on or
+	// gives up; all without sleeping.
+	skip := func() (*Permit, time.Duration, step) {
 		permit.Cancel(now)
-		if s == stepFailover {
-			r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: pc.Delay, Reason: pc.Reason})
-			return nil, 0, stepFailover
+		r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: pc.Delay, Reason: pc.Reason})
+		return nil, 0, stepFailover
+	}
+	end := func(o Outcome) (*Permit, time.Duration, step) {
+		permit.Cancel(now)
+		if o == OutcomeDeferred {
+			r.res.RetryAt = now.Add(pc.Delay)
 		}
-		r.res.RetryAt = retryAt
-		src := stream.ClassRateLimit
-		r.finish(o, r.lastOr(src, pc.Reason))
+		r.finish(o, r.lastOr(stream.ClassRateLimit, pc.Reason))
 		return nil, 0, stepDone
 	}
 	switch {
 	case next && pc.Delay > r.pol.FailoverWait:
-		return refuse(stepFailover, "", time.Time{})
+		return skip()
 	case !next && pc.Delay > r.pol.MaxWait:
-		return refuse(stepDone, OutcomeDeferred, now.Add(pc.Delay))
+		return end(OutcomeDeferred)
 	case now.Add(pc.Delay).After(r.deadline):
 		if next {
-			return refuse(stepFailover, "", time.Time{})
+			return skip()
 		}
-		return refuse(stepDone, OutcomeGaveUp, time.Time{})
+		return end(OutcomeGaveUp)
 	}
 	w := Wait{
 		Target:   t,
@@ -422,8 +427,10 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 	if e.NoRetry {
 		return r.moveOrGiveUp(next)
 	}
-	if next && e.Status == 0 && !e.MidStream && (e.Class == stream.ClassTimeout || e.Class == stream.ClassConnection) {
-		// A silent provider is not retried while a fallback is left.
+	if next && (e.Class == stream.ClassTimeout || (e.Class == stream.ClassConnection && e.Status == 0 && !e.MidStream)) {
+		// A silent provider (a timeout, or a connection that ended without
+		// any response) is not retried while a fallback is left; a stream
+		// cut part-way is retried like any transient error.
 		r.endAttempt(DecideFailover)
 		return stepFailover
 	}

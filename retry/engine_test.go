@@ -235,6 +235,8 @@ func TestClassDecisions(t *testing.T) {
 		{"connection, no response, fails over at once", noResp(stream.ClassConnection), true, 1, 1, retry.OutcomeOK, retry.DecideFailover},
 		{"timeout, no response, last target retries", noResp(stream.ClassTimeout), false, 2, 0, retry.OutcomeOK, retry.DecideRetry},
 		{"cut stream retried like any transient", cut, true, 2, 0, retry.OutcomeOK, retry.DecideRetry},
+		{"stall timeout mid-stream fails over at once", stream.Result{Status: 200, Text: "par", Err: &stream.Error{Class: stream.ClassTimeout, Status: 200, MidStream: true}}, true, 1, 1, retry.OutcomeOK, retry.DecideFailover},
+		{"first-token timeout after headers fails over at once", stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassTimeout, Status: 200}}, true, 1, 1, retry.OutcomeOK, retry.DecideFailover},
 		{"rate_limit retried", retrytest.Fail(429, stream.ClassRateLimit, ""), true, 2, 0, retry.OutcomeOK, retry.DecideRetry},
 		{"overload retried", retrytest.Fail(529, stream.ClassOverload, "overloaded_error"), true, 2, 0, retry.OutcomeOK, retry.DecideRetry},
 		{"server retried", retrytest.Fail(502, stream.ClassServer, ""), true, 2, 0, retry.OutcomeOK, retry.DecideRetry},
