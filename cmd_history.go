@@ -1022,7 +1022,7 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		return histWriteJSON(a, doc)
 	}
 	o := newHistOut(a)
-	dbNote := "(" + p.DBSource + ")"
+	dbNote := histParen(p.DBSource)
 	if doc.DBExists {
 		dbNote += ", " + histBytes(doc.DBBytes)
 	} else {
@@ -1032,11 +1032,12 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		{{"version", ansiBold}, {version, ""}, {"", ""}},
 		{{"history", ansiBold}, {p.DB, ansiCyan}, {dbNote, ansiDim}},
 		{{"state dir", ansiBold}, {p.StateDir, ""}, {"", ""}},
-		{{"config dir", ansiBold}, {p.ConfigDir, ""}, {"(" + p.ConfigSource + ")", ansiDim}},
+		{{"config dir", ansiBold}, {p.ConfigDir, ""}, {histParen(p.ConfigSource), ansiDim}},
 	}
 	if o.tty {
 		for _, r := range rows {
-			fmt.Fprintf(a.stdout, "%s %s  %s\n", o.paint(r[0].color, fmt.Sprintf("%-11s", r[0].text)), o.paint(r[1].color, r[1].text), o.paint(r[2].color, r[2].text))
+			line := fmt.Sprintf("%s %s  %s", o.paint(r[0].color, fmt.Sprintf("%-11s", r[0].text)), o.paint(r[1].color, r[1].text), o.paint(r[2].color, r[2].text))
+			fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
 		}
 		return exitOK
 	}
@@ -1044,4 +1045,11 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "%s\t%s\n", r[0].text, r[1].text)
 	}
 	return exitOK
+}
+
+func histParen(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
 }

@@ -73,7 +73,7 @@ type item struct {
 type callState struct {
 	key      []byte
 	rec      Call
-	attempts map[int]retry.Attempt // dirty attempts of this batch
+	attempts []retry.Attempt // dirty attempts of this batch; a later one of the same N wins
 	ended    bool
 	isNew    bool
 }
@@ -87,9 +87,8 @@ type Recorder struct {
 	file *sync.Mutex // serialises this process's opens of the file
 
 	mu      sync.Mutex
-	queue   []item
-	flying  int    // taken by the commit in progress
-	spare   []item // the last committed queue's array, for reuse
+	queue   queue
+	flying  int // taken by the commit in progress
 	urgent  bool
 	waiters []chan error
 	closed  bool
@@ -172,8 +171,8 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 	}
 	ev.Chain = slices.Clone(ev.Chain)
 	r.mu.Lock()
-	r.queue = append(r.queue, item{ev: ev, call: c})
-	urgent := ev.Kind == retry.EventCallEnd || len(r.queue) >= r.opts.BatchSize
+	r.queue.push(item{ev: ev, call: c})
+	urgent := ev.Kind == retry.EventCallEnd || r.queue.n >= r.opts.BatchSize
 	if urgent {
 		r.urgent = true
 	}
@@ -188,7 +187,7 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 func (r *Recorder) Pending() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.queue) + r.flying
+	return r.queue.n + r.flying
 }
 
 // Flush commits every event queued so far and waits for it, or for ctx.
@@ -275,7 +274,7 @@ func (r *Recorder) loop() {
 		}
 		now := r.opts.Now()
 		r.mu.Lock()
-		n, urgent, waiters := len(r.queue), r.urgent, len(r.waiters)
+		n, urgent, waiters := r.queue.n, r.urgent, len(r.waiters)
 		r.mu.Unlock()
 		if n > 0 && oldestSeen.IsZero() {
 			oldestSeen = now
@@ -325,7 +324,7 @@ func (r *Recorder) loop() {
 		failing = false
 		oldestSeen = time.Time{}
 		r.mu.Lock()
-		more := len(r.queue) > 0
+		more := r.queue.n > 0
 		r.mu.Unlock()
 		if more {
 			arm(0)
@@ -368,11 +367,12 @@ func (r *Recorder) commit() error {
 	// Take the queue; on failure it is put back in front of what came since.
 	r.mu.Lock()
 	items := r.queue
-	r.queue, r.spare = r.spare[:0], nil
+	r.queue = queue{free: items.free}
+	items.free = nil
 	r.urgent = false
-	r.flying = len(items)
+	r.flying = items.n
 	r.mu.Unlock()
-	if len(items) == 0 {
+	if items.n == 0 {
 		return nil
 	}
 	var touched map[string]*callState
@@ -380,20 +380,19 @@ func (r *Recorder) commit() error {
 	r.file.Lock()
 	err := update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
 		var err error
-		touched, sessionKey, err = r.apply(tx, items)
+		touched, sessionKey, err = r.apply(tx, &items)
 		return err
 	})
 	r.file.Unlock()
 	if err != nil {
 		r.mu.Lock()
-		r.queue = append(items, r.queue...)
+		r.queue.prepend(&items)
 		r.flying = 0
 		r.mu.Unlock()
 		return err
 	}
-	clear(items) // drop the references; the array is reused
 	r.mu.Lock()
-	r.spare = items[:0]
+	r.queue.recycle(&items)
 	r.flying = 0
 	r.mu.Unlock()
 	r.sessionKey = sessionKey
@@ -411,7 +410,7 @@ func (r *Recorder) commit() error {
 
 // apply turns a batch of events into records in tx. It changes no recorder
 // state: the touched calls are returned and kept only if tx commits.
-func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []byte, error) {
+func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []byte, error) {
 	sessions, calls := bucket(tx, bSessions), bucket(tx, bCalls)
 	ids, attempts, text := bucket(tx, bIDs), bucket(tx, bAttempts), bucket(tx, bText)
 	noContent := r.info.NoContent
@@ -460,8 +459,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []by
 		order = append(order, cs)
 		return cs, nil
 	}
-	for i := range items {
-		it := &items[i]
+	for it := range items.all() {
 		ev := &it.ev
 		cs, err := get(ev)
 		if err != nil {
@@ -487,10 +485,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []by
 			if ev.Attempt == nil {
 				continue
 			}
-			if cs.attempts == nil {
-				cs.attempts = map[int]retry.Attempt{}
-			}
-			cs.attempts[ev.Attempt.N] = *ev.Attempt
+			cs.attempts = append(cs.attempts, *ev.Attempt)
 			if ev.Attempt.N > c.Attempts {
 				c.Attempts = ev.Attempt.N
 			}
@@ -502,12 +497,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []by
 			}
 			cs.ended = true
 			endCall(c, res, ev.Time)
-			if cs.attempts == nil {
-				cs.attempts = map[int]retry.Attempt{}
-			}
-			for _, a := range res.Attempts {
-				cs.attempts[a.N] = a
-			}
+			cs.attempts = append(cs.attempts, res.Attempts...)
 			if res.Text != "" && !noContent {
 				c.HasText = true
 				textPuts = append(textPuts, kv{textKey(cs.key, textAnswer, 0), []byte(res.Text)})
@@ -515,17 +505,28 @@ func (r *Recorder) apply(tx *bolt.Tx, items []item) (map[string]*callState, []by
 		}
 	}
 
+	var ar arena
+	var scratch enc
 	callPuts := make([]kv, 0, len(order))
 	var attPuts, idPuts []kv
 	for _, cs := range order {
-		callPuts = append(callPuts, kv{cs.key, encodeCall(&cs.rec)})
+		scratch.b = scratch.b[:0]
+		encodeCallInto(&scratch, &cs.rec)
+		callPuts = append(callPuts, kv{cs.key, ar.copy(scratch.b)})
 		if cs.isNew {
-			idPuts = append(idPuts, kv{seqKey(cs.rec.ID), cs.key})
+			idPuts = append(idPuts, kv{ar.copy(seqKey(cs.rec.ID)), cs.key})
 		}
-		for n, a := range cs.attempts {
-			attPuts = append(attPuts, kv{attemptKey(cs.key, n), encodeAttempt(&a, cs.rec.Started, cs.rec.Chain)})
+		for i := range cs.attempts {
+			a := &cs.attempts[i]
+			if slices.ContainsFunc(cs.attempts[i+1:], func(b retry.Attempt) bool { return b.N == a.N }) {
+				continue // a later copy of the same attempt wins
+			}
+			scratch.b = scratch.b[:0]
+			encodeAttemptInto(&scratch, a, cs.rec.Started, cs.rec.Chain)
+			k := ar.copy2(cs.key, []byte{byte(a.N >> 8), byte(a.N)})
+			attPuts = append(attPuts, kv{k, ar.copy(scratch.b)})
 			if a.PartialText != "" && !noContent {
-				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, n), []byte(a.PartialText)})
+				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, a.N), []byte(a.PartialText)})
 			}
 		}
 	}
@@ -588,11 +589,92 @@ func putSorted(b *bolt.Bucket, kvs []kv) error {
 	if b == nil {
 		return errors.New("bucket missing")
 	}
-	slices.SortFunc(kvs, func(x, y kv) int { return bytes.Compare(x.k, y.k) })
+	cmp := func(x, y kv) int { return bytes.Compare(x.k, y.k) }
+	if !slices.IsSortedFunc(kvs, cmp) {
+		slices.SortFunc(kvs, cmp)
+	}
 	for _, p := range kvs {
 		if err := b.Put(p.k, p.v); err != nil {
 			return fmt.Errorf("write record: %w", err)
 		}
 	}
 	return nil
+}
+
+// arena hands out stable copies from large chunks: bbolt keeps the slices
+// given to Put until the transaction ends, and one chunk is far cheaper for
+// the allocator and the collector than a slice per record. Its slices are
+// never appended to.
+type arena struct{ chunk []byte }
+
+func (a *arena) copy(b []byte) []byte {
+	return a.copy2(b, nil)
+}
+
+// copy2 returns a stable copy of b followed by c.
+func (a *arena) copy2(b, c []byte) []byte {
+	n := len(b) + len(c)
+	if cap(a.chunk)-len(a.chunk) < n {
+		a.chunk = make([]byte, 0, max(64<<10, n))
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	a.chunk = append(a.chunk, c...)
+	return a.chunk[start:len(a.chunk):len(a.chunk)]
+}
+
+// queue holds events in fixed blocks, so a long queue (a locked file, a
+// slow disk) grows without copying, and committed blocks are reused.
+type queue struct {
+	blocks [][]item
+	n      int
+	free   [][]item
+}
+
+const queueBlock = 1024
+
+func (q *queue) push(it item) {
+	if len(q.blocks) == 0 || len(q.blocks[len(q.blocks)-1]) == queueBlock {
+		var b []item
+		if k := len(q.free); k > 0 {
+			b, q.free = q.free[k-1][:0], q.free[:k-1]
+		} else {
+			b = make([]item, 0, queueBlock)
+		}
+		q.blocks = append(q.blocks, b)
+	}
+	last := len(q.blocks) - 1
+	q.blocks[last] = append(q.blocks[last], it)
+	q.n++
+}
+
+// all yields every item in order.
+func (q *queue) all() func(func(*item) bool) {
+	return func(yield func(*item) bool) {
+		for _, b := range q.blocks {
+			for i := range b {
+				if !yield(&b[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// prepend puts p's items in front of q's (a failed commit's events go back
+// before those that came since).
+func (q *queue) prepend(p *queue) {
+	q.blocks = append(p.blocks, q.blocks...)
+	q.n += p.n
+}
+
+// recycle keeps a few of p's emptied blocks for reuse.
+func (q *queue) recycle(p *queue) {
+	for _, b := range p.blocks {
+		if len(q.free) >= 64 {
+			break
+		}
+		clear(b)
+		q.free = append(q.free, b[:0])
+	}
 }

@@ -286,7 +286,13 @@ const (
 // encodeCall writes a call record (schema 2). The summary fields come first
 // so list and stats stop decoding early. Started is the key's time.
 func encodeCall(c *Call) []byte {
-	e := enc{b: make([]byte, 0, 160)}
+	var e enc
+	encodeCallInto(&e, c)
+	return e.b
+}
+
+// encodeCallInto appends the record to e.
+func encodeCallInto(e *enc, c *Call) {
 	e.byte(SchemaVersion)
 	var f byte
 	if !c.Ended.IsZero() {
@@ -356,10 +362,9 @@ func encodeCall(c *Call) []byte {
 		e.byte(policyDefault)
 	default:
 		e.byte(policyOwn)
-		encodePolicy(&e, &p)
+		encodePolicy(e, &p)
 	}
 	e.varint(int64(c.MaxTokens))
-	return e.b
 }
 
 func encodePolicy(e *enc, p *retry.Policy) {
@@ -538,7 +543,13 @@ const (
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
 // which lives in the text bucket. callStart is the call key's time.
 func encodeAttempt(a *retry.Attempt, callStart time.Time, chain []stream.Target) []byte {
-	e := enc{b: make([]byte, 0, 96+len(a.Message)+len(a.Code)+len(a.RequestID))}
+	var e enc
+	encodeAttemptInto(&e, a, callStart, chain)
+	return e.b
+}
+
+// encodeAttemptInto appends the record to e.
+func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []stream.Target) {
 	e.byte(SchemaVersion)
 	var f byte
 	if a.RetryAfter != nil {
@@ -573,9 +584,8 @@ func encodeAttempt(a *retry.Attempt, callStart time.Time, chain []stream.Target)
 	e.dur(a.Duration)
 	e.enum(string(a.Decision), decisionTable)
 	if a.Limits != nil {
-		encodeLimits(&e, a.Limits, a.StartedAt)
+		encodeLimits(e, a.Limits, a.StartedAt)
 	}
-	return e.b
 }
 
 // decodeAttempt reads an attempt of the call that started at callStart with
