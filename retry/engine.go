@@ -263,15 +263,17 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 	if p == nil {
 		return nil, 0, stepRetry
 	}
+	asked := r.clock.Now()
 	permit, err := p.Acquire(r.ctx, t)
 	if err != nil {
 		r.cancelled(err)
 		return nil, 0, stepDone
 	}
 	now := r.clock.Now()
+	slot := now.Sub(asked) // waited for a concurrency slot (not an event: its length is unknown ahead)
 	pc := permit.Reserve(now)
 	if pc.Delay <= 0 {
-		return permit, 0, stepRetry
+		return permit, slot, stepRetry
 	}
 	// The same rules as a server's delay: too long with a fallback left
 	// moves on, too long without one defers, past the deadline moves on or
@@ -316,7 +318,7 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 		r.cancelled(err)
 		return nil, 0, stepDone
 	}
-	return permit, pc.Delay, stepRetry
+	return permit, slot + pc.Delay, stepRetry
 }
 
 // send makes one attempt and records it.
