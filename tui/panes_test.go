@@ -197,7 +197,15 @@ func TestRandomInputNeverPanics(t *testing.T) {
 		seed = seed*1664525 + 1013904223
 		return int(seed>>8) % n
 	}
-	for i := 0; i < 1500; i++ {
+	for i := 0; i < 600; i++ {
+		if i%25 == 0 && h.m.mode == modeMain {
+			h.press("i")
+			h.typeText("go")
+			h.press("enter")
+			if i%50 == 0 {
+				h.idle()
+			}
+		}
 		switch r := next(20); {
 		case r == 0:
 			h.send(tea.WindowSizeMsg{Width: 40 + next(140), Height: 10 + next(50)})
