@@ -240,7 +240,7 @@ func (r *run) target(t stream.Target, next bool) step {
 		if s != stepRetry {
 			return s
 		}
-		if paced > 0 && r.cooldownHit(t) { // another call may have hit a quota meanwhile
+		if permit != nil && r.cooldownHit(t) { // another call may have hit a quota while this one waited
 			permit.Cancel(r.clock.Now())
 			return stepDone
 		}

@@ -70,6 +70,7 @@ type Pace struct {
 type PaceState struct {
 	Concurrency int       // the current concurrency limit
 	InFlight    int       // requests holding a slot
+	Queued      int       // requests waiting for a slot
 	Rate        float64   // estimated refill, requests per second; 0 when unknown
 	HoldUntil   time.Time // no request before this (zero: none)
 	Known       bool      // a response's headers told the limit
@@ -166,7 +167,7 @@ func (p *Pacer) State(t stream.Target) PaceState {
 			h = x
 		}
 	}
-	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Rate: g.rate, HoldUntil: h, Known: g.known}
+	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known}
 }
 
 // Permit is one request's place at a target's gate: a concurrency slot from

@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -478,4 +479,41 @@ func TestPacerCancelWhileWaitingForSlot(t *testing.T) {
 		t.Fatalf("%s", res.Outcome)
 	}
 	hold.Cancel(t0)
+}
+
+func TestQuotaSeenWhileWaitingForASlot(t *testing.T) {
+	// Worker 1 holds the only slot and gets a quota error; worker 2, queued
+	// for the slot, must not send.
+	clearEnv(t)
+	release := make(chan struct{})
+	d := retrytest.NewDoer().ScriptFunc(A.String(), func(context.Context, stream.Request, func(string)) stream.Result {
+		<-release
+		return retrytest.Quota("credit_balance_exhausted", stream.ScopeAccount, time.Time{})
+	}).Always(A.String(), retrytest.OK("x"))
+	e := &retry.Engine{Doer: d, Clock: retrytest.NewFakeClock(t0), Pacer: &retry.Pacer{SlowStart: 1}}
+	inDo := make(chan struct{})
+	res1 := make(chan retry.Result)
+	go func() {
+		res1 <- e.Run(context.Background(), call(A), func(ev retry.Event) {
+			if ev.Kind == retry.EventAttemptStart {
+				close(inDo)
+			}
+		})
+	}()
+	<-inDo
+	res2 := make(chan retry.Result)
+	go func() { res2 <- e.Run(context.Background(), call(A), nil) }()
+	for e.Pacer.State(A).Queued != 1 { // worker 2 queues behind worker 1's slot
+		runtime.Gosched()
+	}
+	close(release)
+	if r := <-res1; r.Outcome != retry.OutcomeStopped {
+		t.Fatalf("worker 1: %s", r.Outcome)
+	}
+	if r := <-res2; r.Outcome != retry.OutcomeStopped || !r.CooldownHit {
+		t.Fatalf("worker 2: %s hit=%v", r.Outcome, r.CooldownHit)
+	}
+	if n := d.Count(A.String()); n != 1 {
+		t.Fatalf("%d requests after the quota error", n-1)
+	}
 }
