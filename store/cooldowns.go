@@ -29,6 +29,12 @@ type Cooldowns struct {
 	mu      sync.Mutex
 	mem     map[string]retry.Cooldown // set here but not yet written
 	cleared map[string]bool           // cleared here but not yet written
+
+	// The engine asks at every call's start; a snapshot of the file's
+	// cooldowns younger than ttl answers without opening the file.
+	ttl    time.Duration
+	snap   map[string]retry.Cooldown
+	snapAt time.Time // wall clock
 }
 
 var _ retry.Cooldowns = (*Cooldowns)(nil)
@@ -37,7 +43,7 @@ var _ retry.Cooldowns = (*Cooldowns)(nil)
 // Recorder.Cooldowns instead when the process also records.
 func NewCooldowns(path string, opts Options) *Cooldowns {
 	opts.fill()
-	return &Cooldowns{path: path, timeout: opts.LockTimeout, now: opts.Now, file: &sync.Mutex{}, mem: map[string]retry.Cooldown{}}
+	return &Cooldowns{path: path, timeout: opts.LockTimeout, now: opts.Now, file: &sync.Mutex{}, mem: map[string]retry.Cooldown{}, ttl: opts.CooldownCache}
 }
 
 func encodeCooldown(c *retry.Cooldown) ([]byte, error) {
@@ -73,32 +79,45 @@ func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
 		s.mu.Unlock()
 		return retry.Cooldown{}, false, nil
 	}
+	if s.snap != nil && time.Since(s.snapAt) < s.ttl {
+		c, ok := s.snap[scope]
+		s.mu.Unlock()
+		return c, ok, nil
+	}
 	s.mu.Unlock()
-	var c retry.Cooldown
-	var found bool
-	s.file.Lock()
-	defer s.file.Unlock()
-	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
-		if tx == nil {
-			return nil
-		}
-		b := tx.Bucket(bCooldowns)
-		if b == nil {
-			return nil
-		}
-		v := b.Get([]byte(scope))
-		if v == nil {
-			return nil
-		}
-		var err error
-		c, err = decodeCooldown(v)
-		found = err == nil
-		return err
-	})
+	all, err := s.read()
 	if err != nil {
 		return retry.Cooldown{}, false, fmt.Errorf("cooldown %s: %w", scope, err)
 	}
-	return c, found, nil
+	c, ok := all[scope]
+	return c, ok, nil
+}
+
+// read loads every cooldown of the file and refreshes the snapshot.
+func (s *Cooldowns) read() (map[string]retry.Cooldown, error) {
+	out := map[string]retry.Cooldown{}
+	s.file.Lock()
+	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bCooldowns) == nil {
+			return nil
+		}
+		return tx.Bucket(bCooldowns).ForEach(func(k, v []byte) error {
+			c, err := decodeCooldown(v)
+			if err != nil {
+				return fmt.Errorf("cooldown %q: %w", k, err)
+			}
+			out[c.Scope] = c
+			return nil
+		})
+	})
+	s.file.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.snap, s.snapAt = out, time.Now()
+	s.mu.Unlock()
+	return out, nil
 }
 
 // Set records a cooldown, replacing any of the same scope.
@@ -130,6 +149,7 @@ func (s *Cooldowns) ClearAll() (int, error) {
 	s.mu.Lock()
 	s.mem = map[string]retry.Cooldown{}
 	s.cleared = nil
+	s.snap = nil
 	s.mu.Unlock()
 	n := 0
 	s.file.Lock()
@@ -182,6 +202,7 @@ func (s *Cooldowns) sync() error {
 		return fmt.Errorf("save cooldowns (kept in memory): %w", err)
 	}
 	s.mu.Lock()
+	s.snap = nil
 	for k, c := range mem {
 		if cur, ok := s.mem[k]; ok && cur == c {
 			delete(s.mem, k)
@@ -198,22 +219,7 @@ func (s *Cooldowns) sync() error {
 
 // List returns every recorded cooldown, active or not, sorted by scope.
 func (s *Cooldowns) List() ([]retry.Cooldown, error) {
-	out := map[string]retry.Cooldown{}
-	s.file.Lock()
-	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
-		if tx == nil || tx.Bucket(bCooldowns) == nil {
-			return nil
-		}
-		return tx.Bucket(bCooldowns).ForEach(func(k, v []byte) error {
-			c, err := decodeCooldown(v)
-			if err != nil {
-				return fmt.Errorf("cooldown %q: %w", k, err)
-			}
-			out[c.Scope] = c
-			return nil
-		})
-	})
-	s.file.Unlock()
+	out, err := s.read()
 	if err != nil {
 		return nil, fmt.Errorf("list cooldowns: %w", err)
 	}

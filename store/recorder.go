@@ -33,6 +33,10 @@ type Options struct {
 	// changes an exit code.
 	OnWarn func(error)
 	Now    func() time.Time // default time.Now
+	// CooldownCache is how long Cooldowns.Get answers from its last read of
+	// the file, so a call's start does not open it (default 1s; negative:
+	// read every time). Another process's new cooldown is seen this late.
+	CooldownCache time.Duration
 }
 
 func (o *Options) fill() {
@@ -56,6 +60,9 @@ func (o *Options) fill() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.CooldownCache == 0 {
+		o.CooldownCache = time.Second
 	}
 }
 
@@ -129,7 +136,7 @@ func (r *Recorder) Path() string { return r.path }
 // Cooldowns returns the file's cooldowns, sharing this recorder's file
 // access so the two never wait on each other's lock.
 func (r *Recorder) Cooldowns() *Cooldowns {
-	return &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}}
+	return &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}, ttl: r.opts.CooldownCache}
 }
 
 // Record queues one event. Text events are not stored one by one (the
@@ -255,7 +262,7 @@ func (r *Recorder) loop() {
 		failing    bool
 		retryWait  time.Duration
 		retryAt    time.Time
-		pruneAt    = r.opts.Now().Add(r.opts.RetentionDelay)
+		pruneAt    = time.Now().Add(r.opts.RetentionDelay)
 		pruneDone  = r.opts.Retention < 0
 		oldestSeen time.Time
 	)
@@ -272,7 +279,7 @@ func (r *Recorder) loop() {
 		case <-r.stop:
 			return
 		}
-		now := r.opts.Now()
+		now := time.Now() // scheduling runs on the wall clock; records use opts.Now
 		r.mu.Lock()
 		n, urgent, waiters := r.queue.n, r.urgent, len(r.waiters)
 		r.mu.Unlock()
@@ -288,7 +295,7 @@ func (r *Recorder) loop() {
 			if n > 0 {
 				arm(r.opts.BatchDelay - now.Sub(oldestSeen))
 			} else if !pruneDone && !now.Before(pruneAt) && !failing {
-				more, err := r.pruneChunk(now)
+				more, err := r.pruneChunk(r.opts.Now())
 				if err != nil || !more {
 					pruneDone = true
 				} else {
@@ -317,7 +324,7 @@ func (r *Recorder) loop() {
 				retryWait = 30 * time.Second
 			}
 			failing = true
-			retryAt = r.opts.Now().Add(retryWait)
+			retryAt = time.Now().Add(retryWait)
 			arm(retryWait)
 			continue
 		}
@@ -329,7 +336,7 @@ func (r *Recorder) loop() {
 		if more {
 			arm(0)
 		} else if !pruneDone {
-			arm(max(0, pruneAt.Sub(r.opts.Now())))
+			arm(max(0, time.Until(pruneAt)))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -848,4 +849,59 @@ func TestDefaultPath(t *testing.T) {
 	if p.ConfigDir != "/c/limitscope" || p.StateDir != "/h/.local/state/limitscope" {
 		t.Errorf("%+v", p)
 	}
+}
+
+func TestCooldownGetIsCached(t *testing.T) {
+	path := tempDB(t)
+	writer := NewCooldowns(path, Options{})
+	if err := writer.Set(retry.Cooldown{Scope: "s", Since: t0}); err != nil {
+		t.Fatal(err)
+	}
+	cached := NewCooldowns(path, Options{CooldownCache: time.Hour})
+	fresh := NewCooldowns(path, Options{CooldownCache: -1})
+	for _, c := range []*Cooldowns{cached, fresh} {
+		if _, ok, err := c.Get("s"); !ok || err != nil {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+	}
+	if err := writer.Clear("s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := cached.Get("s"); !ok {
+		t.Fatal("the cache should answer within its age")
+	}
+	if _, ok, _ := fresh.Get("s"); ok {
+		t.Fatal("an uncached reader sees the clear at once")
+	}
+	// Without the file being opened: remove it and the cache still answers.
+	_ = os.Remove(path)
+	if _, ok, err := cached.Get("s"); !ok || err != nil {
+		t.Fatalf("cached get opened the file: %v %v", ok, err)
+	}
+}
+
+func TestRetentionRunsInTheBackgroundAfterADelay(t *testing.T) {
+	path := tempDB(t)
+	var specs []spec
+	for i := range 12 {
+		specs = append(specs, okSpec("c"+itoa(uint32(i)), t0.Add(time.Duration(i)*24*time.Hour)))
+	}
+	recordAll(t, path, SessionInfo{}, specs...)
+	now := t0.Add(15 * 24 * time.Hour) // calls 0..4 are older than 10 days
+	rd := &Reader{Path: path}
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRecorder(path, SessionInfo{}, Options{Retention: 10 * 24 * time.Hour, RetentionDelay: 10 * time.Second, Now: func() time.Time { return now }})
+		defer r.Close(context.Background())
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if calls, _ := rd.List(context.Background(), Filter{}); len(calls) != 12 {
+			t.Fatalf("pruned before the delay: %d calls", len(calls))
+		}
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		calls, err := rd.List(context.Background(), Filter{})
+		if err != nil || len(calls) != 7 || calls[len(calls)-1].ID != 6 {
+			t.Fatalf("after retention: %d calls %v", len(calls), err)
+		}
+	})
 }
