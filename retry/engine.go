@@ -245,6 +245,11 @@ func (r *run) target(t stream.Target, next bool) step {
 			return stepDone
 		}
 		sr := r.send(t, paced)
+		if sr.Err != nil && sr.Err.Class == stream.ClassQuota {
+			// Before the slot is given back, so no call queued for it
+			// sends after a quota error.
+			r.setCooldown(t, sr.Err)
+		}
 		permit.Done(&sr, r.clock.Now())
 		tries++
 		switch r.decide(t, &sr, tries, next) {
@@ -409,8 +414,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 	}
 
 	switch e.Class {
-	case stream.ClassQuota:
-		r.setCooldown(t, e)
+	case stream.ClassQuota: // its cooldown is set already
 		r.endAttempt(DecideStop)
 		r.finish(OutcomeStopped, &ec)
 		return stepDone
