@@ -351,8 +351,10 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 		return p.cache
 	}
 	var out []string
+	hidden := 0
 	for i, s := range p.list {
 		if !p.focused && i >= p.inChain && (collapsed || s.info.Available) {
+			hidden++
 			continue
 		}
 		if collapsed {
@@ -366,6 +368,12 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	}
 	if len(out) == 0 {
 		out = append(out, st.Subtle.Render("No target in the chain: tab here, space adds one."))
+	}
+	if hidden > 0 && !collapsed {
+		if n := len(out); n > 0 && out[n-1] != "" {
+			out = append(out, "")
+		}
+		out = append(out, st.Subtle.Render(fmt.Sprintf("  +%d more: tab here, space adds", hidden)))
 	}
 	for i := range out {
 		out[i] = fit(out[i], w)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/limitscope/limitscope/stream"
 	"github.com/limitscope/limitscope/theme"
 )
@@ -157,7 +159,12 @@ func (b *block) render(w int, st *theme.Styles) []string {
 		}
 		add(b.text, style, "")
 	case blockDetail:
+		// Raw detail is for reference: at most three lines of it.
 		add(b.text, st.Detail.Render, "  ")
+		if len(b.lines) > 3 {
+			b.lines = b.lines[:3]
+			b.lines[2] = fit(ansi.Truncate(b.lines[2], w-1, "")+st.Detail.Render("…"), w)
+		}
 	}
 	return b.lines
 }
