@@ -147,6 +147,20 @@ func (e *Engine) rand() float64 {
 // Run runs the call to its end, sending every event to sink (which may be
 // nil) in order, from the calling goroutine. ctx cancels a wait or a stream
 // at once.
+//
+// The chain is walked in order, never back. MaxAttempts caps the requests of
+// the whole call; each target but the last gets TriesPerTarget. Before each
+// request the target's account and target cooldowns are checked (an active
+// one stops the call unsent unless IgnoreCooldown) and the Pacer, if any,
+// is asked for a slot and a wait. After an error: quota stops the call and
+// sets a cooldown; caller fails it (a model-specific one moves on);
+// x-should-retry: false moves on or gives up; a timeout, or a connection
+// that ended without any response, moves on at once while a target is left;
+// otherwise the wait is the server's delay plus 0..Jitter (longer than
+// FailoverWait with a target left: move on now; longer than MaxWait with
+// none: deferred) or full-jitter backoff, and a wait that would cross the
+// deadline moves on or gives up without sleeping. Pacing waits follow the
+// same rules.
 func (e *Engine) Run(ctx context.Context, c Call, sink func(Event)) Result {
 	r := &run{
 		e:     e,
