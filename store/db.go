@@ -108,11 +108,12 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 				return f, err
 			},
 		}
-		if write && statErr == nil {
+		if write && statErr == nil && before.Size() > 32<<20 {
 			// Room to grow without remapping (which copies every dirty
 			// node) in the middle of a batch; the mapping is only address
-			// space.
-			opts.InitialMmapSize = int(max(64<<20, 2*before.Size()))
+			// space. Not for small files: below 16 MiB of mapping bbolt
+			// grows the file to the whole mapping.
+			opts.InitialMmapSize = int(2 * before.Size())
 		}
 		db, err = safeOpen(path, opts)
 		if err != nil {

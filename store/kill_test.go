@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,12 +21,47 @@ import (
 
 const childEnv = "LIMITSCOPE_STORE_TEST_CHILD"
 
+const fullEnv = "LIMITSCOPE_STORE_TEST_FULL"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		writerChild(path)
 		os.Exit(0)
 	}
+	if path := os.Getenv(fullEnv); path != "" {
+		fullDiskChild(path)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// fullDiskChild writes under a 256 KiB file-size limit (RLIMIT_FSIZE, a full
+// disk as far as this process can tell) until a commit fails, printing
+// "ack ID" for each committed call, then "full ERROR" and "pending N".
+func fullDiskChild(path string) {
+	signal.Ignore(syscall.SIGXFSZ) // a write past the limit fails with EFBIG instead
+	lim := syscall.Rlimit{Cur: 256 << 10, Max: 256 << 10}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println("setrlimit", err)
+		return
+	}
+	var warned []error
+	r := NewRecorder(path, SessionInfo{Command: "full"}, Options{Retention: -1, RetryDelay: time.Hour, OnWarn: func(err error) { warned = append(warned, err) }})
+	for i := 0; i < 100000; i++ {
+		id := fmt.Sprintf("f-%d", i)
+		c, evs := heavySpec(id, i).events()
+		sink := r.Sink(c, nil)
+		for _, ev := range evs {
+			sink(ev)
+		}
+		if err := r.Flush(context.Background()); err != nil {
+			fmt.Println("full", err)
+			break
+		}
+		fmt.Println("ack", id)
+	}
+	err := r.Close(context.Background())
+	fmt.Println("pending", r.Pending(), "warned", len(warned), "close", err != nil)
 }
 
 func heavySpec(id string, i int) spec {
@@ -144,5 +180,60 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	t.Logf("%d acknowledged, %d stored, all acknowledged present", len(acked), len(all))
 
 	// And the file takes writes again.
+	recordAll(t, path, SessionInfo{}, okSpec("after", t0.Add(time.Hour)))
+}
+
+func TestFullDiskLosesNothingAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	path := tempDB(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fullEnv+"="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var acked []string
+	var full, pending string
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "ack "):
+			acked = append(acked, strings.TrimPrefix(line, "ack "))
+		case strings.HasPrefix(line, "full "):
+			full = line
+		case strings.HasPrefix(line, "pending "):
+			pending = line
+		}
+	}
+	if full == "" || len(acked) < 10 || !strings.Contains(full, "too large") {
+		t.Fatalf("the limit was not hit as expected (%d acked): %q\n%s", len(acked), full, out)
+	}
+	if pending == "" || strings.HasPrefix(pending, "pending 0 ") || !strings.Contains(pending, "warned 1 close true") {
+		t.Fatalf("unsaved events not reported: %q", pending)
+	}
+	// The file is whole and every acknowledged call is in it, complete.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+	_ = db.Close()
+	if err != nil {
+		t.Fatalf("file inconsistent after a failed write: %v", err)
+	}
+	rd := &Reader{Path: path}
+	for _, id := range acked {
+		c, err := rd.Show(context.Background(), id)
+		if err != nil || c.Outcome != retry.OutcomeOK || len(c.AttemptsList) != 3 || c.Text != heavySpec(id, 0).text {
+			t.Fatalf("acknowledged call %s: %+v %v", id, c, err)
+		}
+	}
+	t.Logf("%d calls acknowledged before the disk filled: %s; %s", len(acked), full, pending)
 	recordAll(t, path, SessionInfo{}, okSpec("after", t0.Add(time.Hour)))
 }

@@ -63,7 +63,9 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 		sc := sessions.Cursor()
 		for k, v := sc.First(); k != nil && bytes.Compare(k, end) < 0; k, v = sc.Next() {
 			s, err := decodeSession(k, v)
-			if err != nil || (!s.Ended.IsZero() && s.Ended.Before(cutoff)) {
+			// Started before the cutoff and ended before it, or never
+			// ended (its process died) a day before it.
+			if err != nil || (!s.Ended.IsZero() && s.Ended.Before(cutoff)) || (s.Ended.IsZero() && s.Started.Before(cutoff.Add(-24*time.Hour))) {
 				old = append(old, slices.Clone(k))
 			}
 		}
