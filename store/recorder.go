@@ -442,7 +442,8 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 	var order []*callState
 	var textPuts []kv
 	get := func(ev *retry.Event) (*callState, error) {
-		if cs, ok := touched[ev.CallID]; ok {
+		// A call id used again after its call ended starts a new record.
+		if cs, ok := touched[ev.CallID]; ok && !(cs.ended && ev.Kind == retry.EventCallStart) {
 			return cs, nil
 		}
 		if cs, ok := r.calls[ev.CallID]; ok {

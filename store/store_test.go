@@ -905,3 +905,19 @@ func TestRetentionRunsInTheBackgroundAfterADelay(t *testing.T) {
 		}
 	})
 }
+
+func TestReusedCallIDMakesANewRecord(t *testing.T) {
+	path := tempDB(t)
+	a, b := okSpec("same", t0), okSpec("same", t0.Add(time.Minute))
+	b.text = "second"
+	recordAll(t, path, SessionInfo{}, a, b) // one batch
+	recordAll(t, path, SessionInfo{}, okSpec("same", t0.Add(2*time.Minute)))
+	calls, err := (&Reader{Path: path}).List(context.Background(), Filter{})
+	if err != nil || len(calls) != 3 {
+		t.Fatalf("%d calls %v", len(calls), err)
+	}
+	c, _ := (&Reader{Path: path}).Show(context.Background(), "2")
+	if c.Text != "second" || c.Attempts != 1 {
+		t.Fatalf("%+v", c)
+	}
+}
