@@ -627,3 +627,57 @@ func (r *recorder) kinds() string {
 	}
 	return strings.Join(k, " ")
 }
+
+func TestOutcomesAreSentences(t *testing.T) {
+	deferred := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		rateLimited(a, 10*time.Minute, retry.DecideDefer)
+		e.finish(a)
+		res := e.end(retry.OutcomeDeferred, nil, &stream.Error{Class: stream.ClassRateLimit, Status: 429})
+		return res
+	}
+	gaveUp := func(ctx context.Context, e *emitter) retry.Result {
+		for i := 0; i < 2; i++ {
+			a := e.start(openai)
+			a.Status, a.Class, a.Decision = 503, stream.ClassServer, retry.DecideRetry
+			e.finish(a)
+		}
+		return e.end(retry.OutcomeGaveUp, nil, &stream.Error{Class: stream.ClassServer, Status: 503})
+	}
+	failed := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		a.Status, a.Class, a.Code, a.Decision = 400, stream.ClassCaller, "invalid_request_error", retry.DecideFail
+		e.finish(a)
+		return e.end(retry.OutcomeFailed, nil, &stream.Error{Class: stream.ClassCaller, Status: 400})
+	}
+	cooldown := func(ctx context.Context, e *emitter) retry.Result {
+		r := retry.Result{CallID: e.c.ID, Outcome: retry.OutcomeStopped, CooldownHit: true, CooldownUntil: t0.Add(time.Hour),
+			Err: &stream.Error{Class: stream.ClassQuota, Message: "openai account is cooling down until 2026-11-29T15:02:00Z after a quota stop on openai/gpt-5.4-mini"}}
+		e.emit(retry.Event{Kind: retry.EventCallEnd, Result: &r})
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		s    script
+		want []string
+	}{
+		{"deferred", deferred, []string{"Deferring: the wait is longer than max-wait.", "Deferred: the server asked for a wait longer than max-wait"}},
+		{"gave_up", gaveUp, []string{"openai had a server error. Retrying openai after a wait.", "Gave up after 2 requests"}},
+		{"failed", failed, []string{"openai rejected the request. Not retrying: fix the request.", "Failed: the request itself is wrong"}},
+		{"cooldown", cooldown, []string{"Not sent: a quota cooldown blocks this target until 15:02 (in 1h00m)", "openai account is cooling down", "STOPPED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 120, 40, Options{}, tc.s)
+			h.typeText("hi")
+			h.press("enter")
+			h.idle()
+			s := h.screen()
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("screen lacks %q:\n%s", w, s)
+				}
+			}
+			h.checkFrame()
+		})
+	}
+}

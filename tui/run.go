@@ -13,13 +13,18 @@ import (
 // ctrl+c with no call in flight), then returns nil. A call in flight is
 // cancelled on the way out. opts.Runner must be set.
 func Run(ctx context.Context, opts Options) error {
+	return runProgram(ctx, opts)
+}
+
+// runProgram is Run with extra program options (tests give it input and output).
+func runProgram(ctx context.Context, opts Options, extra ...tea.ProgramOption) error {
 	if opts.Runner == nil {
 		return errors.New("tui: no runner")
 	}
 	m := New(opts)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := tea.NewProgram(m, tea.WithContext(ctx))
+	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx)}, extra...)...)
 	go m.feed.run(fctx, p.Send)
 	_, err := p.Run()
 	m.stop()
