@@ -80,7 +80,7 @@ type item struct {
 type callState struct {
 	key      []byte
 	rec      Call
-	attempts []retry.Attempt // dirty attempts of this batch; a later one of the same N wins
+	attempts []*retry.Attempt // dirty attempts of this batch (the queue's copies); a later one of the same N wins
 	ended    bool
 	isNew    bool
 }
@@ -493,7 +493,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 			if ev.Attempt == nil {
 				continue
 			}
-			cs.attempts = append(cs.attempts, *ev.Attempt)
+			cs.attempts = append(cs.attempts, ev.Attempt)
 			if ev.Attempt.N > c.Attempts {
 				c.Attempts = ev.Attempt.N
 			}
@@ -505,7 +505,9 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 			}
 			cs.ended = true
 			endCall(c, res, ev.Time)
-			cs.attempts = append(cs.attempts, res.Attempts...)
+			for i := range res.Attempts {
+				cs.attempts = append(cs.attempts, &res.Attempts[i])
+			}
 			if res.Text != "" && !noContent {
 				c.HasText = true
 				textPuts = append(textPuts, kv{textKey(cs.key, textAnswer, 0), []byte(res.Text)})
@@ -524,9 +526,8 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 		if cs.isNew {
 			idPuts = append(idPuts, kv{ar.copy(seqKey(cs.rec.ID)), cs.key})
 		}
-		for i := range cs.attempts {
-			a := &cs.attempts[i]
-			if slices.ContainsFunc(cs.attempts[i+1:], func(b retry.Attempt) bool { return b.N == a.N }) {
+		for i, a := range cs.attempts {
+			if slices.ContainsFunc(cs.attempts[i+1:], func(b *retry.Attempt) bool { return b.N == a.N }) {
 				continue // a later copy of the same attempt wins
 			}
 			scratch.b = scratch.b[:0]
