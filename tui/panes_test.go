@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +240,35 @@ func TestRandomInputNeverPanics(t *testing.T) {
 	if n := len(h.runner.Calls()); n < 10 {
 		t.Errorf("only %d calls ran", n)
 	}
+}
+
+func TestScrolledUpViewStaysPut(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{}, streamUntilCancel)
+	for i := 0; i < 10; i++ {
+		tt := h.m.conv.add("old", fmt.Sprintf("old prompt %d", i), openai, t0)
+		tt.blocks = append(tt.blocks, &block{kind: blockText, text: strings.Repeat("old answer line ", 20), dirty: true})
+	}
+	h.typeText("new")
+	h.press("enter")
+	h.until("streaming", func() bool { return strings.Contains(h.screen(), "Half an ans") })
+	h.press("pgup")
+	before := h.screen()
+	off := h.m.conv.offset
+	h.send(eventsMsg{events: []retry.Event{{Kind: retry.EventText, CallID: h.m.call.id, Text: "wer that grows\n\nand grows\nby lines"}}})
+	body := func(s string) string { // the conversation's lines, without its title
+		var out []string
+		for _, l := range strings.Split(s, "\n")[2:30] {
+			r := []rune(l)
+			out = append(out, string(r[38:]))
+		}
+		return strings.Join(out, "\n")
+	}
+	if after := h.screen(); body(after) != body(before) {
+		t.Errorf("the scrolled-up view moved while the answer grew:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if h.m.conv.offset <= off {
+		t.Errorf("offset %d -> %d: the new lines did not move the anchor", off, h.m.conv.offset)
+	}
+	h.press("esc")
+	h.idle()
 }

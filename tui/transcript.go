@@ -176,6 +176,10 @@ type transcript struct {
 	offset      int // lines scrolled up from the bottom
 	promptCache map[*turn][]string
 	dropped     int // turns dropped off the top (maxTurns)
+
+	anchorTurn  *turn // the last turn at the previous frame
+	anchorLines int   // its lines (with live lines) then
+	anchorW     int
 	pw          int
 }
 
@@ -246,6 +250,7 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 	if len(c.turns) == 0 && len(live) == 0 {
 		return padLines(empty, w, h)
 	}
+	c.anchor(w, st, len(live))
 	need := h + c.offset
 	// Gather lines bottom-up.
 	var rev [][]string
@@ -293,6 +298,30 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 	start := max(0, end-h)
 	out := all[start:end]
 	return padFitted(out, w, h)
+}
+
+// anchor keeps a scrolled-up view still while the last turn grows below it:
+// the offset from the bottom grows by the lines added since the last frame.
+func (c *transcript) anchor(w int, st *theme.Styles, live int) {
+	var last *turn
+	n := live
+	if k := len(c.turns); k > 0 {
+		last = c.turns[k-1]
+		n += len(c.promptLines(last, w, st)) + 1
+		for _, b := range last.blocks {
+			n += len(b.render(w, st))
+		}
+	}
+	if c.offset > 0 && c.anchorW == w {
+		switch {
+		case last == c.anchorTurn:
+			c.offset += n - c.anchorLines
+		case last != nil:
+			c.offset += n + 1 // a new turn and its separator
+		}
+		c.offset = max(c.offset, 0)
+	}
+	c.anchorTurn, c.anchorLines, c.anchorW = last, n, w
 }
 
 // padLines pads lines to h lines of w cells.
