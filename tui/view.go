@@ -75,7 +75,11 @@ func (m *Model) render() (string, *tea.Cursor) {
 	switch m.mode {
 	case modeHelp:
 		groups := helpKeys{m.keys, m}.FullHelp()
-		inner := []string{st.Subtle.Render("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere."), ""}
+		var inner []string
+		for _, l := range wrap("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere.", w-2) {
+			inner = append(inner, st.Subtle.Render(l))
+		}
+		inner = append(inner, "")
 		for i := 0; i < len(groups); i += 2 {
 			inner = append(inner, strings.Split(m.help.FullHelpView(groups[i:min(i+2, len(groups))]), "\n")...)
 			inner = append(inner, "")
