@@ -92,7 +92,8 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 			return nil, fmt.Errorf("history directory: %w", err)
 		}
 	}
-	for range 5 {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
 		before, statErr := os.Stat(path)
 		if statErr != nil && !write {
 			return nil, fmt.Errorf("history file %s: %w", path, statErr)
@@ -128,7 +129,8 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 		}
 		_ = db.Close()
 	}
-	return nil, fmt.Errorf("history file %s: replaced repeatedly while opening", path)
+	// Compaction or repair kept replacing the file: as good as locked.
+	return nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
 }
 
 func safeOpen(path string, opts *bolt.Options) (db *bolt.DB, err error) {

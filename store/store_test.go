@@ -921,3 +921,49 @@ func TestReusedCallIDMakesANewRecord(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+func TestWritesDuringCompactionAreKept(t *testing.T) {
+	path := tempDB(t)
+	recordAll(t, path, SessionInfo{}, okSpec("seed", t0))
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 150 {
+			c, evs := okSpec("w"+itoa(uint32(i)), t0.Add(time.Duration(i+1)*time.Second)).events()
+			sink := r.Sink(c, nil)
+			for _, ev := range evs {
+				sink(ev)
+			}
+			if err := r.Flush(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	compactions := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			if compactions >= 60 {
+				<-done
+				running = false
+				continue
+			}
+			if _, err := Compact(context.Background(), path, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			compactions++
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := (&Reader{Path: path}).List(context.Background(), Filter{})
+	if err != nil || len(calls) != 151 {
+		t.Fatalf("%d calls after %d compactions: %v", len(calls), compactions, err)
+	}
+	t.Logf("%d compactions while writing", compactions)
+}
