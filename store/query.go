@@ -373,65 +373,103 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 }
 
 // Each calls fn with every call f selects, oldest first, in full with its
-// attempts and text (unless noText), for export. The file stays open (read
-// locked) while it runs.
+// attempts and text (unless noText), for export. It reads in chunks of a
+// few thousand calls, each its own read transaction, so a long export never
+// holds writers up for long.
 func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call) error) error {
-	return view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
-		if tx == nil || tx.Bucket(bCalls) == nil {
-			return nil
-		}
-		c := tx.Bucket(bCalls).Cursor()
-		var k, v []byte
-		if !f.Since.IsZero() {
-			k, v = c.Seek(makeKey(f.Since, 0))
-		} else {
-			k, v = c.First()
-		}
-		text := tx.Bucket(bText)
-		count := 0
-		for ; k != nil; k, v = c.Next() {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			call, err := decodeCall(k, v, false)
-			if err != nil {
-				return err
-			}
-			if !f.match(call) {
-				continue
-			}
-			if call.AttemptsList, err = readAttempts(tx, k, call.Started, call.Chain); err != nil {
-				return err
-			}
-			if !noText {
-				if len(v) > 0 && v[0] == 1 {
-					if _, j, err := decodeCallV1Full(k, v); err == nil {
-						call.Prompt, call.Text = j.Prompt, j.Text
-					}
-				}
-				if text != nil {
-					if p := text.Get(textKey(k, textPrompt, 0)); p != nil {
-						call.Prompt = string(p)
-					}
-					if a := text.Get(textKey(k, textAnswer, 0)); a != nil {
-						call.Text = string(a)
-					}
-					for i := range call.AttemptsList {
-						if p := text.Get(textKey(k, textPartial, call.AttemptsList[i].N)); p != nil {
-							call.AttemptsList[i].PartialText = string(p)
-						}
-					}
-				}
-			}
-			if err := fn(call); err != nil {
-				return err
-			}
-			if count++; f.Limit > 0 && count >= f.Limit {
+	const chunk = 2000
+	var from []byte // the next chunk starts after this key
+	if !f.Since.IsZero() {
+		from = makeKey(f.Since, 0)
+	}
+	first := true
+	count := 0
+	for {
+		n := 0
+		var last []byte
+		done := false
+		err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+			if tx == nil || tx.Bucket(bCalls) == nil {
+				done = true
 				return nil
 			}
+			c := tx.Bucket(bCalls).Cursor()
+			var k, v []byte
+			switch {
+			case from == nil:
+				k, v = c.First()
+			case first:
+				k, v = c.Seek(from)
+			default:
+				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+					k, v = c.Next()
+				}
+			}
+			text := tx.Bucket(bText)
+			for ; k != nil; k, v = c.Next() {
+				if n >= chunk {
+					return nil
+				}
+				n++
+				last = slices.Clone(k)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				call, err := decodeCall(k, v, false)
+				if err != nil {
+					return err
+				}
+				if !f.match(call) {
+					continue
+				}
+				if call.AttemptsList, err = readAttempts(tx, k, call.Started, call.Chain); err != nil {
+					return err
+				}
+				if !noText {
+					fillText(text, k, v, call)
+				}
+				if err := fn(call); err != nil {
+					return err
+				}
+				if count++; f.Limit > 0 && count >= f.Limit {
+					done = true
+					return nil
+				}
+			}
+			done = true
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		if done || last == nil {
+			return nil
+		}
+		from, first = last, false
+	}
+}
+
+// fillText reads a call's prompt, answer and partial texts.
+func fillText(text *bolt.Bucket, k, v []byte, call *Call) {
+	if len(v) > 0 && v[0] == 1 {
+		if _, j, err := decodeCallV1Full(k, v); err == nil {
+			call.Prompt, call.Text = j.Prompt, j.Text
+		}
+	}
+	if text == nil {
+		return
+	}
+	if p := text.Get(textKey(k, textPrompt, 0)); p != nil {
+		call.Prompt = string(p)
+	}
+	if a := text.Get(textKey(k, textAnswer, 0)); a != nil {
+		call.Text = string(a)
+	}
+	for i := range call.AttemptsList {
+		if p := text.Get(textKey(k, textPartial, call.AttemptsList[i].N)); p != nil {
+			call.AttemptsList[i].PartialText = string(p)
+		}
+	}
 }
 
 // Sessions returns the stored sessions, newest first.

@@ -967,3 +967,40 @@ func TestWritesDuringCompactionAreKept(t *testing.T) {
 	}
 	t.Logf("%d compactions while writing", compactions)
 }
+
+func TestEachReadsInChunks(t *testing.T) {
+	path := tempDB(t)
+	var specs []spec
+	for i := range 4500 {
+		specs = append(specs, okSpec("e"+itoa(uint32(i)), t0.Add(time.Duration(i)*time.Second)))
+	}
+	recordAll(t, path, SessionInfo{}, specs...)
+	rd := &Reader{Path: path}
+	var ids []uint32
+	err := rd.Each(context.Background(), Filter{}, false, func(c *Call) error {
+		if c.Text != "answer "+c.CallID || len(c.AttemptsList) != 1 {
+			t.Fatalf("call %+v", c)
+		}
+		ids = append(ids, c.ID)
+		return nil
+	})
+	if err != nil || len(ids) != 4500 {
+		t.Fatalf("%d calls %v", len(ids), err)
+	}
+	for i, id := range ids {
+		if id != uint32(i+1) {
+			t.Fatalf("order broken at %d: %d", i, id)
+		}
+	}
+	n := 0
+	_ = rd.Each(context.Background(), Filter{Since: t0.Add(2500 * time.Second), Limit: 2100}, true, func(c *Call) error {
+		if n == 0 && c.ID != 2501 || c.Text != "" {
+			t.Fatalf("since/noText: %+v", c)
+		}
+		n++
+		return nil
+	})
+	if n != 2000 {
+		t.Fatalf("since and limit: %d", n)
+	}
+}
