@@ -60,7 +60,7 @@ type FileError struct {
 func (e *FileError) Error() string {
 	switch e.Kind {
 	case ErrLocked:
-		return fmt.Sprintf("history file %s is locked by another limitscope process; the records are kept in memory and written later", e.Path)
+		return fmt.Sprintf("history file %s is locked by another limitscope process (%v)", e.Path, e.Err)
 	case ErrCorrupt:
 		return fmt.Sprintf("history file %s is corrupt (%v); it was left untouched: run `limitscope history repair` to copy what is readable into a fresh file", e.Path, e.Err)
 	case ErrForeign:
@@ -118,7 +118,7 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 		}
 		db, err = safeOpen(path, opts)
 		if err != nil {
-			return nil, classifyOpenError(path, err)
+			return nil, classifyOpenError(path, timeout, err)
 		}
 		// Same file as the path names now? A rename while we waited means
 		// the file we hold is no longer the history.
@@ -142,10 +142,10 @@ func safeOpen(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	return bolt.Open(path, 0o600, opts)
 }
 
-func classifyOpenError(path string, err error) error {
+func classifyOpenError(path string, timeout time.Duration, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return &FileError{Path: path, Kind: ErrLocked, Err: err}
+		return &FileError{Path: path, Kind: ErrLocked, Err: fmt.Errorf("still locked after %s", timeout)}
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return &FileError{Path: path, Kind: ErrCorrupt, Err: err}
