@@ -213,3 +213,18 @@ func totalRequests(st sim.Status) int64 {
 	}
 	return n
 }
+
+func TestBenchProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	p := progressBar(&b)
+	for i := 1; i <= 200; i++ {
+		p("naive", i, 200)
+	}
+	s := b.String()
+	if n := strings.Count(s, "\r"); n != 101 {
+		t.Errorf("%d redraws for 200 calls, want one per percent, 0 to 100", n)
+	}
+	if !strings.HasSuffix(s, "100% 200/200\n") || strings.Count(s, "\n") != 1 {
+		t.Errorf("want one final line ending the bar, got tail %q", s[max(0, len(s)-40):])
+	}
+}

@@ -22,7 +22,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		strings.Join(r.Chain, " -> "), where, r.Requests, r.Concurrency); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "policy\tcompleted\tstopped\tgave up\thttp\trejected\twasted\tafter quota\telapsed\tgoodput/s\tlimit/s\tratio\tp50\tp95\tp99\t")
 	for _, p := range r.Policies {
 		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
