@@ -76,8 +76,8 @@ func TestBenchSimJSON(t *testing.T) {
 			if num("completed") != 8 || num("http_requests") != 8 || num("rejected") != 0 || num("wasted") != 0 {
 				t.Errorf("%v: want 8 clean calls on generous limits", p)
 			}
-			if p["limit_per_s"].(float64) != 100 {
-				t.Errorf("limit_per_s %v, want 100 (6000 a minute)", p["limit_per_s"])
+			if p["limit_per_s"].(float64) != 10000 {
+				t.Errorf("limit_per_s %v, want 10000 (600000 a minute)", p["limit_per_s"])
 			}
 			lat := p["latency_ms"].(map[string]any)
 			for _, k := range []string{"p50", "p95", "p99"} {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/stream"
 )
 
@@ -52,4 +53,36 @@ func BenchmarkCallParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSimCall is one limitscope call through the real stream.Client and
+// Router to a simulator answering at once with generous limits: in memory
+// (no kernel) and over a loopback port.
+func BenchmarkSimCall(b *testing.B) {
+	for _, v := range stream.AllEnvVars() {
+		b.Setenv(v, "")
+	}
+	for _, mode := range []struct {
+		name     string
+		inMemory bool
+	}{{"in-memory", true}, {"loopback", false}} {
+		for _, p := range []string{PolicyLimitscope, PolicySDKDefault} {
+			b.Run(mode.name+"/"+p, func(b *testing.B) {
+				env := &SimEnv{InMemory: mode.inMemory, Options: sim.Options{ScenarioFile: "testdata/fast.ini", TokensPerSecond: 1e6}}
+				d, release, err := env.Prepare(b.Context(), p, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer release()
+				call := policyCall(Config{Chain: []stream.Target{target}, Prompt: "hi", MaxTokens: 16,
+					NewPacer: func() *retry.Pacer { return &retry.Pacer{MaxConcurrency: 1024} }}, p, NewCounter(d), retry.WallClock{}, half())
+				ctx := b.Context()
+				for b.Loop() {
+					if o := call(ctx, 0); o != retry.OutcomeOK {
+						b.Fatalf("outcome %s", o)
+					}
+				}
+			})
+		}
+	}
 }
