@@ -101,6 +101,7 @@ type Recorder struct {
 	closed  bool
 
 	commitMu   sync.Mutex // one commit at a time
+	sessDirty  bool       // the session's end is not written yet (guarded by mu)
 	calls      map[string]*callState
 	sessionKey []byte
 	session    Session
@@ -226,6 +227,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 func (r *Recorder) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.session.Ended = r.opts.Now()
+	r.sessDirty = true
 	r.mu.Unlock()
 	err := r.Flush(ctx)
 	r.stopOnce.Do(func() {
@@ -244,7 +246,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		}
 	})
 	if err == nil {
-		// Writes the session's end when the flush had nothing to write.
+		// The session's end, when the flush had nothing to write.
 		err = r.commitSessionEnd()
 	}
 	if n := r.Pending(); n > 0 {
@@ -295,11 +297,18 @@ func (r *Recorder) loop() {
 			if n > 0 {
 				arm(r.opts.BatchDelay - now.Sub(oldestSeen))
 			} else if !pruneDone && !now.Before(pruneAt) && !failing {
+				// One chunk at a time, between batches; a pass repeats daily
+				// for a long session, and hourly after an error.
 				more, err := r.pruneChunk(r.opts.Now())
-				if err != nil || !more {
-					pruneDone = true
-				} else {
+				switch {
+				case err != nil:
+					pruneAt = now.Add(time.Hour)
+					arm(time.Hour)
+				case more:
 					arm(0)
+				default:
+					pruneAt = now.Add(24 * time.Hour)
+					arm(24 * time.Hour)
 				}
 			} else if !pruneDone {
 				arm(pruneAt.Sub(now))
@@ -352,7 +361,10 @@ func (r *Recorder) pruneChunk(now time.Time) (bool, error) {
 func (r *Recorder) commitSessionEnd() error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	if r.sessionKey == nil {
+	r.mu.Lock()
+	dirty := r.sessDirty
+	r.mu.Unlock()
+	if r.sessionKey == nil || !dirty {
 		return nil
 	}
 	r.file.Lock()
@@ -360,6 +372,7 @@ func (r *Recorder) commitSessionEnd() error {
 	return update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
 		r.mu.Lock()
 		s := r.session
+		r.sessDirty = false
 		r.mu.Unlock()
 		return bucket(tx, bSessions).Put(r.sessionKey, encodeSession(&s))
 	})
@@ -384,10 +397,11 @@ func (r *Recorder) commit() error {
 	}
 	var touched map[string]*callState
 	var sessionKey []byte
+	var wroteEnd bool
 	r.file.Lock()
 	err := update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
 		var err error
-		touched, sessionKey, err = r.apply(tx, &items)
+		touched, sessionKey, wroteEnd, err = r.apply(tx, &items)
 		return err
 	})
 	r.file.Unlock()
@@ -401,6 +415,9 @@ func (r *Recorder) commit() error {
 	r.mu.Lock()
 	r.queue.recycle(&items)
 	r.flying = 0
+	if wroteEnd {
+		r.sessDirty = false
+	}
 	r.mu.Unlock()
 	r.sessionKey = sessionKey
 	for id, cs := range touched {
@@ -417,24 +434,28 @@ func (r *Recorder) commit() error {
 
 // apply turns a batch of events into records in tx. It changes no recorder
 // state: the touched calls are returned and kept only if tx commits.
-func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []byte, error) {
+func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*callState, sessKey []byte, wroteEnd bool, err error) {
 	sessions, calls := bucket(tx, bSessions), bucket(tx, bCalls)
 	ids, attempts, text := bucket(tx, bIDs), bucket(tx, bAttempts), bucket(tx, bText)
 	noContent := r.info.NoContent
 
 	sessionKey := r.sessionKey
+	r.mu.Lock()
+	s, dirty := r.session, r.sessDirty
+	r.mu.Unlock()
 	if sessionKey == nil {
 		seq, err := sessions.NextSequence()
 		if err != nil {
-			return nil, nil, fmt.Errorf("session id: %w", err)
+			return nil, nil, false, fmt.Errorf("session id: %w", err)
 		}
 		sessionKey = makeKey(r.session.Started, uint32(seq))
-		r.mu.Lock()
-		s := r.session
-		r.mu.Unlock()
+		dirty = true
+	}
+	if dirty {
 		if err := sessions.Put(sessionKey, encodeSession(&s)); err != nil {
-			return nil, nil, fmt.Errorf("write session: %w", err)
+			return nil, nil, false, fmt.Errorf("write session: %w", err)
 		}
+		wroteEnd = !s.Ended.IsZero()
 	}
 	sessionID := keySeq(sessionKey)
 
@@ -471,7 +492,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 		ev := &it.ev
 		cs, err := get(ev)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		c := &cs.rec
 		if it.call != nil {
@@ -544,10 +565,10 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (map[string]*callState, []by
 		kvs []kv
 	}{{calls, callPuts}, {ids, idPuts}, {attempts, attPuts}, {text, textPuts}} {
 		if err := putSorted(set.b, set.kvs); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return touched, sessionKey, nil
+	return touched, sessionKey, wroteEnd, nil
 }
 
 // endCall fills a call's record from the engine's result.
