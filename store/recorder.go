@@ -142,7 +142,8 @@ func (r *Recorder) Cooldowns() *Cooldowns {
 
 // Record queues one event. Text events are not stored one by one (the
 // call's end carries the text) and are dropped here; the rest are kept
-// until committed. It never waits on the file.
+// until committed: within BatchDelay, at once for a call's end. It never
+// waits on the file. After Close, events wait for the next Flush or Close.
 func (r *Recorder) Record(ev retry.Event) { r.record(ev, nil) }
 
 // Sink returns an engine sink for call c that records its prompt and
