@@ -228,3 +228,13 @@ func TestBenchProgressBar(t *testing.T) {
 		t.Errorf("want one final line ending the bar, got tail %q", s[max(0, len(s)-40):])
 	}
 }
+
+func TestBenchCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	a, _, errb := benchApp(t, nil)
+	code := runBench(ctx, a, []string{"--sim", "--scenario-file", fastScenario, "--model", "openai/gpt-5.4-mini", "--requests", "4"})
+	if code != exitCancelled || !strings.Contains(errb.String(), "cancelled") {
+		t.Fatalf("exit %d stderr %q, want %d and a note", code, errb, exitCancelled)
+	}
+}
