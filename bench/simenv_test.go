@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"testing"
 	"testing/synctest"
 
@@ -88,4 +89,32 @@ func deref(f *float64) any {
 		return nil
 	}
 	return *f
+}
+
+// On the calm preset (OpenAI's limits as a fixed window, 500 a minute) 120
+// calls are far inside the limit: limitscope must complete them all without
+// waiting. It does not yet: after one request the simulator's
+// x-ratelimit-reset-requests names the end of the 60 s window, which
+// retry's Pacer reads as one request refilled per 60 s, so calls are paced
+// minutes apart and deferred. Unskip once the sim's reset follows OpenAI's
+// documented continuous refill (60 RPM, 59 left => "1s"), or the Pacer takes
+// limit/minute for per-minute windows.
+func TestSimCalmOpenAI(t *testing.T) {
+	if os.Getenv("LIMITSCOPE_BENCH_KNOWN_BUGS") == "" {
+		t.Skip("known: the Pacer's rate from a fixed window's reset (set LIMITSCOPE_BENCH_KNOWN_BUGS=1 to run)")
+	}
+	clearEnv(t)
+	synctest.Test(t, func(t *testing.T) {
+		env := &SimEnv{InMemory: true, Options: sim.Options{Scenario: "calm", Seed: 1, TokensPerSecond: 1e6}}
+		cfg := Config{Chain: []stream.Target{target}, Requests: 120, Concurrency: 16, Prompt: "hi", MaxTokens: 16,
+			Policies: []string{PolicyLimitscope}, Rand: half()}
+		rep, err := Run(t.Context(), cfg, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rep.Policies[0]; r.Completed != 120 || r.ElapsedMs > 10_000 {
+			t.Errorf("limitscope on calm: completed %d of 120 in %d ms (outcomes %v), want all in well under 10 s",
+				r.Completed, r.ElapsedMs, r.Outcomes)
+		}
+	})
 }
