@@ -47,7 +47,9 @@ func NewCooldowns(path string, opts Options) *Cooldowns {
 }
 
 func encodeCooldown(c *retry.Cooldown) ([]byte, error) {
-	b, err := json.Marshal(c)
+	cc := *c
+	cc.Message = redact(cc.Message)
+	b, err := json.Marshal(&cc)
 	if err != nil {
 		return nil, fmt.Errorf("encode cooldown: %w", err)
 	}

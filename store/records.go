@@ -350,7 +350,7 @@ func encodeCallInto(e *enc, c *Call) {
 		e.str(c.Err.Provider)
 		e.uvarint(uint64(c.Err.Status))
 		e.str(c.Err.Code)
-		e.str(c.Err.Message)
+		e.str(redact(c.Err.Message))
 	}
 	e.timeRel(c.RetryAt, c.Started)
 	e.timeRel(c.CooldownUntil, c.Started)
@@ -571,7 +571,7 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	e.enum(string(a.Class), classTable)
 	e.str(a.Code)
 	e.str(a.QuotaID)
-	e.str(a.Message)
+	e.str(redact(a.Message))
 	if a.RetryAfter != nil {
 		e.dur(*a.RetryAfter)
 	}

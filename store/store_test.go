@@ -1004,3 +1004,42 @@ func TestEachReadsInChunks(t *testing.T) {
 		t.Fatalf("since and limit: %d", n)
 	}
 }
+
+func TestKeyShapedTextInMessagesIsRedacted(t *testing.T) {
+	path := tempDB(t)
+	keys := []string{"sk-proj-AbCdEfGhIjKlMnOpQrStUv0123", "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz0123456",
+		"gsk_AbCdEfGhIjKlMnOpQrStUv", "xai-AbCdEfGhIjKlMnOpQrStUv"}
+	s := spec{id: "r", start: t0, chain: []stream.Target{tOpenAI}, classes: []stream.Class{stream.ClassCaller}, outcome: retry.OutcomeFailed}
+	c, evs := s.events()
+	msg := "Incorrect API key provided: " + strings.Join(keys, ", ") + " (GET https://x.test/v1?alt=sse&key=SECRETVALUE123; Authorization: Bearer abcdefghijklmnopqrstuvwxyz)"
+	for _, ev := range evs {
+		if ev.Attempt != nil {
+			ev.Attempt.Message = msg
+		}
+		if ev.Result != nil {
+			ev.Result.Attempts[0].Message = msg
+			ev.Result.Err.Message = msg
+		}
+	}
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+	sink := r.Sink(c, nil)
+	for _, ev := range evs {
+		sink(ev)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewCooldowns(path, Options{}).Set(retry.Cooldown{Scope: "x", Message: msg}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	for _, k := range append(keys, "SECRETVALUE123", "abcdefghijklmnopqrstuvwxyz") {
+		if bytes.Contains(raw, []byte(k)) {
+			t.Errorf("%s stored", k)
+		}
+	}
+	got, _ := (&Reader{Path: path}).Show(context.Background(), "1")
+	if !strings.Contains(got.AttemptsList[0].Message, "Incorrect API key provided: [redacted]") || !strings.Contains(got.Err.Message, "key=[redacted]") {
+		t.Fatalf("message %q / %q", got.AttemptsList[0].Message, got.Err.Message)
+	}
+}

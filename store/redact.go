@@ -1,0 +1,30 @@
+package store
+
+import "regexp"
+
+// secretShapes are credentials as providers and clients write them. The
+// store never receives a key, but a provider's error message or a proxy's
+// page may quote one: messages are scrubbed before they are written.
+var secretShapes = []*regexp.Regexp{
+	regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`),            // OpenAI, Anthropic (sk-ant-), DeepSeek
+	regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`),           // Google
+	regexp.MustCompile(`\bgsk_[A-Za-z0-9]{16,}`),              // Groq
+	regexp.MustCompile(`\bxai-[A-Za-z0-9]{16,}`),              // xAI
+	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._\-]{16,}`), // an Authorization header
+	regexp.MustCompile(`(?i)([?&]key=)[^&\s"']+`),             // Gemini's ?key=
+}
+
+// redact replaces anything shaped like a credential with [redacted].
+func redact(s string) string {
+	if len(s) < 16 {
+		return s
+	}
+	for i, re := range secretShapes {
+		if i == len(secretShapes)-1 {
+			s = re.ReplaceAllString(s, "${1}[redacted]")
+			continue
+		}
+		s = re.ReplaceAllString(s, "[redacted]")
+	}
+	return s
+}
