@@ -34,7 +34,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return fmt.Errorf("writing the table: %w", err)
 	}
 	_, err := fmt.Fprintln(w, "\nrejected: 429s received; wasted: requests that produced no answer; after quota: requests sent to an"+
-		"\naccount or model after it answered with a quota error; latency includes waits; limit/s from the headers.")
+		"\naccount or model after it answered with a quota error; goodput: completed calls over elapsed time (a policy"+
+		"\nthat gives up early finishes sooner); ratio: goodput over the limit the headers named; latency includes waits.")
 	if err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
