@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -171,9 +172,13 @@ func runSend(ctx context.Context, a *app, args []string) int {
 	res := engine.Run(ctx, call, hist.sink(call, out.event))
 	if *asJSON {
 		doc := newSendDoc(res, sess.simulated)
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err == nil {
+			// C1 controls and bidi overrides in a hostile server's text
+			// are escaped too: the document may be read on a terminal.
+			_, err = a.stdout.Write(append(sanitize.JSON(b), '\n'))
+		}
+		if err != nil {
 			fmt.Fprintf(a.stderr, "limitscope send: writing JSON: %v\n", err)
 		}
 	} else {
@@ -187,6 +192,7 @@ type sendPrinter struct {
 	a       *app
 	json    bool
 	printed bool // text of the current attempt was printed
+	text    sanitize.Filter
 }
 
 func (p *sendPrinter) event(ev retry.Event) {
@@ -195,11 +201,16 @@ func (p *sendPrinter) event(ev retry.Event) {
 	}
 	switch ev.Kind {
 	case retry.EventText:
-		io.WriteString(p.a.stdout, ev.Text)
+		// The answer is untrusted: no escape sequence reaches the terminal.
+		io.WriteString(p.a.stdout, p.text.Text(ev.Text))
 		p.printed = true
 	case retry.EventAttemptEnd:
 		at := ev.Attempt
-		if at == nil || at.Class == stream.ClassOK {
+		if at == nil {
+			return
+		}
+		io.WriteString(p.a.stdout, p.text.Flush())
+		if at.Class == stream.ClassOK {
 			return
 		}
 		if p.printed {
@@ -208,11 +219,11 @@ func (p *sendPrinter) event(ev retry.Event) {
 			fmt.Fprintln(p.a.stdout)
 			p.printed = false
 			fmt.Fprintf(p.a.stderr, "limitscope: the stream from %s broke after %d characters (%s); %s\n",
-				at.Target, len(at.PartialText), describeError(at.Class, at.Status, at.Code), at.Decision)
+				sanitize.Text(at.Target.String()), len(at.PartialText), sanitize.Text(describeError(at.Class, at.Status, at.Code)), at.Decision)
 		}
 	case retry.EventWait:
 		w := ev.Wait
-		fmt.Fprintf(p.a.stderr, "limitscope: waiting %s before %s: %s\n", roundDur(w.Duration), w.Target, w.Reason)
+		fmt.Fprintf(p.a.stderr, "limitscope: waiting %s before %s: %s\n", roundDur(w.Duration), sanitize.Text(w.Target.String()), sanitize.Text(w.Reason))
 	}
 }
 
@@ -236,13 +247,13 @@ func (p *sendPrinter) finish(res retry.Result, sess *session) {
 	switch res.Outcome {
 	case retry.OutcomeOK:
 		fmt.Fprintf(p.a.stderr, "limitscope: served by %s/%s from the %s · %d attempt%s · waited %s · %s\n",
-			res.ServedBy.Provider, res.ServedBy.Model, where, n, plural, roundDur(waited), roundDur(res.Ended.Sub(res.Started)))
+			sanitize.Text(res.ServedBy.Provider), sanitize.Text(res.ServedBy.Model), where, n, plural, roundDur(waited), roundDur(res.Ended.Sub(res.Started)))
 	default:
 		msg := ""
 		if res.Err != nil {
 			msg = res.Err.Error()
 		}
-		fmt.Fprintf(p.a.stderr, "limitscope: %s after %d attempt%s (%s): %s\n", res.Outcome, n, plural, where, msg)
+		fmt.Fprintf(p.a.stderr, "limitscope: %s after %d attempt%s (%s): %s\n", res.Outcome, n, plural, where, sanitize.Text(msg))
 		switch {
 		case res.Outcome == retry.OutcomeDeferred && !res.RetryAt.IsZero():
 			fmt.Fprintf(p.a.stderr, "limitscope: retry at %s\n", res.RetryAt.UTC().Format(time.RFC3339))

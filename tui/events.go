@@ -15,6 +15,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 	if r == nil || t == nil || ev.CallID != r.id {
 		return
 	}
+	ev = cleanEvent(ev, &r.text) // no escape sequence from a server reaches the screen
 	switch ev.Kind {
 	case retry.EventAttemptStart:
 		a := ev.Attempt

@@ -32,7 +32,7 @@ func (h *historyView) listed(msg historyListMsg) {
 	}
 	h.loading = false
 	h.err = msg.err
-	h.calls = msg.calls
+	h.calls = cleanSummaries(msg.calls)
 	h.cursor = min(h.cursor, max(0, len(h.calls)-1))
 }
 
@@ -43,7 +43,7 @@ func (h *historyView) shown(msg historyShowMsg) {
 	h.loading = false
 	h.detailErr = msg.err
 	if msg.err == nil {
-		d := msg.detail
+		d := cleanDetail(msg.detail)
 		h.detail = &d
 		h.scroll = 0
 	}

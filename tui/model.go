@@ -14,6 +14,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 	"github.com/limitscope/limitscope/theme"
@@ -82,6 +83,7 @@ type run struct {
 	failTo    []stream.Target
 	failFrom  retry.Wait // the wait the user failed over from
 	cancelled bool
+	text      sanitize.Filter // the current attempt's deltas, made safe for the screen
 }
 
 // Model is the console's root model.
