@@ -1,6 +1,9 @@
 package store
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // secretShapes are credentials as providers and clients write them. The
 // store never receives a key, but a provider's error message or a proxy's
@@ -16,7 +19,7 @@ var secretShapes = []*regexp.Regexp{
 
 // redact replaces anything shaped like a credential with [redacted].
 func redact(s string) string {
-	if len(s) < 16 {
+	if len(s) < 16 || !mayHoldSecret(s) {
 		return s
 	}
 	for i, re := range secretShapes {
@@ -27,4 +30,15 @@ func redact(s string) string {
 		s = re.ReplaceAllString(s, "[redacted]")
 	}
 	return s
+}
+
+// mayHoldSecret is a cheap test that skips the expressions for the usual
+// message, which quotes no credential.
+func mayHoldSecret(s string) bool {
+	for _, m := range []string{"sk-", "AIza", "gsk_", "xai-", "earer", "EARER", "key=", "KEY=", "Key="} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
