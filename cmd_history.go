@@ -290,6 +290,7 @@ func historyUsage(w io.Writer) {
   limitscope history stats [filters]         per provider: retries, latency, give-ups, quota stops
   limitscope history export [--format jsonl|csv] [--no-text] [filters]
   limitscope history prune [--keep 90d] [--compact]
+  limitscope history sessions [--limit N]    the processes that recorded: start, end, version, mode
   limitscope history repair                  copy what is readable of a damaged file into a fresh one
 Every subcommand takes --json and --db PATH (default $LIMITSCOPE_DB, else
 $XDG_STATE_HOME/limitscope/history.db, else ~/.local/state/limitscope/history.db).
@@ -318,6 +319,8 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		return historyPrune(ctx, a, args)
 	case "repair":
 		return historyRepair(ctx, a, args)
+	case "sessions":
+		return historySessions(ctx, a, args)
 	case "help":
 		historyUsage(a.stdout)
 		return exitOK
@@ -448,23 +451,42 @@ func historyShow(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
+	sess, _ := (&store.Reader{Path: path}).Session(ctx, c.Session) // nil when pruned
 	if hf.asJSON {
-		return histWriteJSON(a, c.ToJSON(true))
+		return histWriteJSON(a, struct {
+			store.CallJSON
+			SessionInfo *store.Session `json:"session_info"`
+		}{c.ToJSON(true), sess})
 	}
 	o := newHistOut(a)
 	o.tty = true // show is always the readable form; colour still needs a terminal
-	printCall(o, c)
+	printCall(o, c, sess)
 	return exitOK
 }
 
-func printCall(o *histOut, c *store.Call) {
+func printCall(o *histOut, c *store.Call, sess *store.Session) {
 	w := o.w
 	label := func(s string) string { return o.paint(ansiBold, fmt.Sprintf("%-10s", s)) }
 	fmt.Fprintf(w, "%s %s", label("call"), o.paint(ansiCyan, strconv.FormatUint(uint64(c.ID), 10)))
 	if c.CallID != "" {
 		fmt.Fprintf(w, "  (engine id %s)", c.CallID)
 	}
-	fmt.Fprintf(w, "  session %d\n", c.Session)
+	fmt.Fprintf(w, "  session %d", c.Session)
+	if sess != nil {
+		var parts []string
+		for _, p := range []string{sess.Command, sess.Mode, sess.Version} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		if sess.NoContent {
+			parts = append(parts, "no content")
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s %s\n", label("outcome"), o.paint(outcomeColor(c.Outcome), string(c.Outcome)))
 	var chain []string
 	for _, t := range c.Chain {
@@ -1052,4 +1074,48 @@ func histParen(s string) string {
 		return ""
 	}
 	return "(" + s + ")"
+}
+
+func historySessions(ctx context.Context, a *app, args []string) int {
+	var hf historyFlags
+	fs := newHistFlagSet(a, "history sessions")
+	hf.register(fs, false, 0)
+	limit := fs.Int("limit", 50, "at most this many sessions (0: all)")
+	pos, err := histParse(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 || *limit < 0 {
+		return usageErr(a, "history sessions", errors.New("usage: limitscope history sessions [--limit N] [--json]"))
+	}
+	path, err := hf.path(a)
+	if err != nil {
+		return histFail(a, err)
+	}
+	list, err := (&store.Reader{Path: path}).Sessions(ctx, *limit)
+	if err != nil {
+		return histFail(a, err)
+	}
+	if hf.asJSON {
+		if list == nil {
+			list = []store.Session{}
+		}
+		return histWriteJSON(a, map[string]any{"db": path, "sessions": list})
+	}
+	o := newHistOut(a)
+	if len(list) == 0 && o.tty {
+		fmt.Fprintf(a.stderr, "no sessions in %s\n", path)
+		return exitOK
+	}
+	var rows [][]histCell
+	for _, s := range list {
+		content := "yes"
+		if s.NoContent {
+			content = "no"
+		}
+		rows = append(rows, []histCell{{strconv.FormatUint(uint64(s.ID), 10), ansiCyan}, {o.when(s.Started), ansiDim}, {o.when(s.Ended), ansiDim},
+			{s.Command, ""}, {s.Mode, ""}, {s.Version, ""}, {strconv.Itoa(s.PID), ""}, {content, ""}})
+	}
+	o.table([]string{"ID", "STARTED", "ENDED", "COMMAND", "MODE", "VERSION", "PID", "CONTENT"}, rows)
+	return exitOK
 }

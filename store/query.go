@@ -472,6 +472,36 @@ func fillText(text *bolt.Bucket, k, v []byte, call *Call) {
 	}
 }
 
+// Session returns one stored session by id.
+func (r *Reader) Session(ctx context.Context, id uint32) (*Session, error) {
+	var out *Session
+	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		if tx == nil || tx.Bucket(bSessions) == nil {
+			return nil
+		}
+		c := tx.Bucket(bSessions).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if keySeq(k) != id {
+				continue
+			}
+			s, err := decodeSession(k, v)
+			if err != nil {
+				return err
+			}
+			out = s
+			return nil
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %d: %w", id, err)
+	}
+	if out == nil {
+		return nil, fmt.Errorf("session %d: %w", id, ErrNotFound)
+	}
+	return out, nil
+}
+
 // Sessions returns the stored sessions, newest first.
 func (r *Reader) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	var out []Session
