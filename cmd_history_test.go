@@ -132,7 +132,7 @@ func TestHistoryCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &showDoc); err != nil || code != 0 || showDoc.ID != 3 || showDoc.Error == nil || showDoc.Error.Code != "insufficient_quota" || len(showDoc.Attempts) != 1 {
 		t.Fatalf("show --json: %v %s", err, out)
 	}
-	if code, out, _ = histRun(t, env, false, runHistory, "show", "1"); !strings.Contains(out, "session 1 (send, simulated, test)") {
+	if code, out, _ = histRun(t, env, false, runHistory, "show", "1"); code != 0 || !strings.Contains(out, "session 1 (send, simulated, test)") {
 		t.Errorf("show lacks the session: %q", out)
 	}
 	code, out, _ = histRun(t, env, false, runHistory, "sessions")
