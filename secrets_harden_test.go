@@ -303,4 +303,3 @@ func runSimBriefly(t *testing.T, env map[string]string) string {
 	<-done
 	return string(doc) + "\n" + errOut.String()
 }
-
