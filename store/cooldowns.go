@@ -81,13 +81,26 @@ func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
 		s.mu.Unlock()
 		return retry.Cooldown{}, false, nil
 	}
-	if s.snap != nil && time.Since(s.snapAt) < s.ttl {
-		c, ok := s.snap[scope]
+	snap := s.snap
+	if snap != nil && time.Since(s.snapAt) < s.ttl {
+		c, ok := snap[scope]
 		s.mu.Unlock()
 		return c, ok, nil
 	}
 	s.mu.Unlock()
+	// A call's start never waits behind this process's own batch: while the
+	// recorder holds the file, an older snapshot answers.
+	if snap != nil && !s.file.TryLock() {
+		c, ok := snap[scope]
+		return c, ok, nil
+	} else if snap != nil {
+		s.file.Unlock()
+	}
 	all, err := s.read()
+	if err != nil && snap != nil && errors.Is(err, ErrLocked) {
+		c, ok := snap[scope] // another process holds the file: the last known state
+		return c, ok, nil
+	}
 	if err != nil {
 		return retry.Cooldown{}, false, fmt.Errorf("cooldown %s: %w", scope, err)
 	}
