@@ -1043,3 +1043,25 @@ func TestKeyShapedTextInMessagesIsRedacted(t *testing.T) {
 		t.Fatalf("message %q / %q", got.AttemptsList[0].Message, got.Err.Message)
 	}
 }
+
+func TestCooldownGetAnswersFromTheLastReadWhileLocked(t *testing.T) {
+	path := tempDB(t)
+	if err := NewCooldowns(path, Options{}).Set(retry.Cooldown{Scope: "s", Since: t0}); err != nil {
+		t.Fatal(err)
+	}
+	cd := NewCooldowns(path, Options{CooldownCache: time.Nanosecond, LockTimeout: 60 * time.Millisecond})
+	if _, ok, err := cd.Get("s"); !ok || err != nil {
+		t.Fatalf("%v %v", ok, err)
+	}
+	holder, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, ok, err := cd.Get("s"); !ok || err != nil {
+		t.Fatalf("while locked: %v %v", ok, err)
+	}
+	if _, _, err := NewCooldowns(path, Options{LockTimeout: 60 * time.Millisecond}).Get("s"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("no snapshot yet: want the lock error, got %v", err)
+	}
+}
