@@ -58,9 +58,9 @@ type Options struct {
 	// Record wraps a call's sink so its events reach the history too (the
 	// command's historyHook.sink).
 	Record  func(c retry.Call, next func(retry.Event)) func(retry.Event)
-	Now     func() time.Time                  // nil: time.Now
+	Now     func() time.Time                 // nil: time.Now
 	Logf    func(format string, args ...any) // one line per call; nil: silent
-	MaxBody int64                             // request body cap (0: DefaultMaxBody)
+	MaxBody int64                            // request body cap (0: DefaultMaxBody)
 }
 
 // Handler is the proxy, an http.Handler.

@@ -386,8 +386,8 @@ func TestRefusedBeforeAnyCall(t *testing.T) {
 		body      string
 		param     string
 	}{
-		"openai tools": {false, `{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools"},
-		"openai image": {false, `{"model":"gpt-5.4-mini","messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"data:"}}]}]}`, "messages[0].content[1].type"},
+		"openai tools":        {false, `{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools"},
+		"openai image":        {false, `{"model":"gpt-5.4-mini","messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"data:"}}]}]}`, "messages[0].content[1].type"},
 		"openai tool message": {false, `{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"x","content":"1"}]}`, "messages[1].tool_call_id"},
 		"openai n":            {false, `{"model":"gpt-5.4-mini","n":2,"messages":[{"role":"user","content":"hi"}]}`, "n"},
 		"openai json schema":  {false, `{"model":"gpt-5.4-mini","response_format":{"type":"json_schema"},"messages":[{"role":"user","content":"hi"}]}`, "response_format"},
