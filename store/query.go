@@ -8,7 +8,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -31,6 +33,44 @@ type Filter struct {
 	Since    time.Time    // started at or after
 	BeforeID uint32       // paging: only calls older than this id's call
 	Limit    int          // at most this many (0: no limit)
+	// Text keeps calls whose prompt head, targets or outcome contain it
+	// (case-insensitive); List only.
+	Text string
+	// PromptHead fills each listed Call's Prompt with the prompt's first
+	// PromptHead bytes (cut at a rune), for a list that shows it; List only.
+	PromptHead int
+}
+
+// textMatch reports whether the call matches f.Text.
+func (f *Filter) textMatch(c *Call, prompt string) bool {
+	if f.Text == "" {
+		return true
+	}
+	needle := strings.ToLower(f.Text)
+	hay := []string{prompt, string(c.Outcome)}
+	for _, t := range c.Chain {
+		hay = append(hay, t.String())
+	}
+	if c.ServedBy != nil {
+		hay = append(hay, c.ServedBy.String())
+	}
+	for _, h := range hay {
+		if strings.Contains(strings.ToLower(h), needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// head cuts s to at most n bytes, at a rune boundary.
+func head(s []byte, n int) string {
+	if len(s) <= n {
+		return string(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string(s[:n])
 }
 
 func (f *Filter) match(c *Call) bool {
@@ -70,6 +110,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			return nil
 		}
 		c := calls.Cursor()
+		text := tx.Bucket(bText)
 		var k, v []byte
 		if f.BeforeID != 0 {
 			key, err := lookupKey(tx, f.BeforeID)
@@ -102,6 +143,22 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			}
 			if !f.match(call) {
 				continue
+			}
+			if f.Text != "" || f.PromptHead > 0 {
+				var prompt string
+				if text != nil {
+					prompt = head(text.Get(textKey(k, textPrompt, 0)), max(f.PromptHead, 512))
+				} else if len(v) > 0 && v[0] == 1 {
+					if _, j, err := decodeCallV1Full(k, v); err == nil {
+						prompt = head([]byte(j.Prompt), max(f.PromptHead, 512))
+					}
+				}
+				if !f.textMatch(call, prompt) {
+					continue
+				}
+				if f.PromptHead > 0 {
+					call.Prompt = head([]byte(prompt), f.PromptHead)
+				}
 			}
 			out = append(out, *call)
 			if f.Limit > 0 && len(out) >= f.Limit {

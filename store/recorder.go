@@ -98,6 +98,7 @@ type Recorder struct {
 	flying  int // taken by the commit in progress
 	urgent  bool
 	waiters []chan error
+	infos   map[string]*retry.Call // from RecordCall, until the call's first event
 	closed  bool
 
 	commitMu   sync.Mutex // one commit at a time
@@ -146,6 +147,21 @@ func (r *Recorder) Cooldowns() *Cooldowns {
 // waits on the file. After Close, events wait for the next Flush or Close.
 func (r *Recorder) Record(ev retry.Event) { r.record(ev, nil) }
 
+// RecordCall registers call c (its prompt, policy and chain) for its
+// events, which do not carry them: the next event recorded with c.ID takes
+// it. Use it, or Sink, before the engine runs the call. c.ID must be set.
+func (r *Recorder) RecordCall(c retry.Call) {
+	if c.ID == "" {
+		return
+	}
+	r.mu.Lock()
+	if r.infos == nil || len(r.infos) >= 10000 { // calls registered but never run
+		r.infos = map[string]*retry.Call{}
+	}
+	r.infos[c.ID] = &c
+	r.mu.Unlock()
+}
+
 // Sink returns an engine sink for call c that records its prompt and
 // policy with its events, then passes each event to next (which may be nil).
 func (r *Recorder) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
@@ -180,6 +196,12 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 	}
 	ev.Chain = slices.Clone(ev.Chain)
 	r.mu.Lock()
+	if c == nil && len(r.infos) > 0 {
+		if reg, ok := r.infos[ev.CallID]; ok {
+			c = reg
+			delete(r.infos, ev.CallID)
+		}
+	}
 	r.queue.push(item{ev: ev, call: c})
 	urgent := ev.Kind == retry.EventCallEnd || r.queue.n >= r.opts.BatchSize
 	if urgent {

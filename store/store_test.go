@@ -1088,3 +1088,34 @@ func TestNobodyHoldsTheFileWhileIdle(t *testing.T) {
 	}
 	_ = other.Close()
 }
+
+func TestRecordCallAndTextFilter(t *testing.T) {
+	path := tempDB(t)
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+	for _, s := range []spec{okSpec("a", t0), okSpec("b", t0.Add(time.Second), tGemini)} {
+		c, evs := s.events()
+		c.Prompt = "Explain ünïcode and the sky " + s.id
+		r.RecordCall(c) // as the TUI does, instead of Sink
+		for _, ev := range evs {
+			r.Record(ev)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rd := &Reader{Path: path}
+	got, err := rd.Show(context.Background(), "1")
+	if err != nil || got.Prompt != "Explain ünïcode and the sky a" || got.Policy != retry.DefaultPolicy() {
+		t.Fatalf("RecordCall lost the call: %+v %v", got, err)
+	}
+	calls, err := rd.List(context.Background(), Filter{PromptHead: 10})
+	if err != nil || len(calls) != 2 || calls[0].Prompt != "Explain ü" {
+		t.Fatalf("prompt head: %+v %v", calls, err)
+	}
+	for text, want := range map[string]int{"SKY B": 1, "gemini": 1, "ok": 2, "nothing": 0, "ünï": 2} {
+		calls, _ := rd.List(context.Background(), Filter{Text: text})
+		if len(calls) != want {
+			t.Errorf("text %q: %d calls, want %d", text, len(calls), want)
+		}
+	}
+}
