@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
@@ -155,3 +156,33 @@ func (c *Call) ToJSON(withText bool) CallJSON {
 
 // MarshalJSON writes the call as ToJSON(true) does.
 func (c *Call) MarshalJSON() ([]byte, error) { return json.Marshal(c.ToJSON(true)) }
+
+// WaitsOf rebuilds the waits of a stored call from its attempts (the store
+// keeps each wait on the attempt it followed or, for pacing, preceded):
+// for a view that shows waits as the engine reported them. Reason is a
+// short description; Until and Deadline are not stored and stay zero.
+func WaitsOf(attempts []retry.Attempt) []retry.Wait {
+	var out []retry.Wait
+	for _, a := range attempts {
+		if a.Paced > 0 {
+			out = append(out, retry.Wait{Target: a.Target, Duration: a.Paced, Source: stream.SourceReset, Pacing: true,
+				Reason: "paced: the limits snapshot said none remained"})
+		}
+		if a.Waited > 0 {
+			w := retry.Wait{Target: a.Target, Duration: a.Waited, Source: a.DelaySource}
+			if a.RetryAfter != nil {
+				w.Asked = *a.RetryAfter
+			}
+			switch {
+			case a.RetryAfter != nil:
+				w.Reason = fmt.Sprintf("the server asked for %s (%s)", *a.RetryAfter, a.DelaySource)
+			case a.DelaySource != "":
+				w.Reason = fmt.Sprintf("waited %s (%s) after %s", a.Waited, a.DelaySource, a.Class)
+			default:
+				w.Reason = fmt.Sprintf("waited %s after %s", a.Waited, a.Class)
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -1119,3 +1119,15 @@ func TestRecordCallAndTextFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitsOf(t *testing.T) {
+	ra := 2 * time.Second
+	ws := WaitsOf([]retry.Attempt{
+		{N: 1, Target: tOpenAI, Paced: time.Second, Waited: 2100 * time.Millisecond, RetryAfter: &ra, DelaySource: stream.SourceRetryAfter},
+		{N: 2, Target: tOpenAI, Waited: 700 * time.Millisecond, DelaySource: stream.SourceBackoff, Class: stream.ClassOverload},
+		{N: 3, Target: tGemini},
+	})
+	if len(ws) != 3 || !ws[0].Pacing || ws[1].Asked != ra || ws[1].Duration != 2100*time.Millisecond || ws[2].Source != stream.SourceBackoff || ws[2].Reason == "" {
+		t.Fatalf("%+v", ws)
+	}
+}
