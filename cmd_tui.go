@@ -210,15 +210,10 @@ func summary(c *store.Call) tui.CallSummary {
 	if c.ServedBy != nil {
 		s.ServedBy = c.ServedBy.String()
 	}
-	if !c.Ended.IsZero() {
-		s.Duration = c.Ended.Sub(c.Started)
-	}
+	s.Duration = c.Latency()
 	head := c.Prompt
 	if head == "" && len(c.Chain) > 0 {
 		head = c.Chain[0].String()
-	}
-	if len(head) > 80 {
-		head = head[:80]
 	}
 	s.PromptHead = strings.ReplaceAll(head, "\n", " ")
 	return s
@@ -229,18 +224,13 @@ func (h storeHistory) List(ctx context.Context, f tui.HistoryFilter) ([]tui.Call
 	if limit <= 0 {
 		limit = 200
 	}
-	calls, err := h.rd.List(ctx, store.Filter{Limit: limit})
+	calls, err := h.rd.List(ctx, store.Filter{Limit: limit, Text: f.Text, PromptHead: 80})
 	if err != nil {
 		return nil, err
 	}
-	needle := strings.ToLower(f.Text)
 	out := make([]tui.CallSummary, 0, len(calls))
 	for i := range calls {
-		s := summary(&calls[i])
-		if needle != "" && !strings.Contains(strings.ToLower(s.PromptHead+" "+s.ServedBy+" "+string(s.Outcome)), needle) {
-			continue
-		}
-		out = append(out, s)
+		out = append(out, summary(&calls[i]))
 	}
 	return out, nil
 }
@@ -250,12 +240,6 @@ func (h storeHistory) Show(ctx context.Context, id string) (tui.CallDetail, erro
 	if err != nil {
 		return tui.CallDetail{}, err
 	}
-	d := tui.CallDetail{CallSummary: summary(c), Prompt: c.Prompt, Attempts: c.AttemptsList, Text: c.Text}
-	for _, at := range c.AttemptsList {
-		if at.Waited > 0 {
-			d.Waits = append(d.Waits, retry.Wait{Target: at.Target, Duration: at.Waited, Source: at.DelaySource,
-				Until: at.StartedAt.Add(at.Duration + at.Waited)})
-		}
-	}
-	return d, nil
+	return tui.CallDetail{CallSummary: summary(c), Prompt: c.Prompt, Attempts: c.AttemptsList,
+		Waits: store.WaitsOf(c.AttemptsList), Text: c.Text}, nil
 }
