@@ -35,6 +35,7 @@ type callFlags struct {
 	noHistory bool
 	noContent bool
 	db        string
+	keep      string
 }
 
 func (cf *callFlags) register(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (cf *callFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&cf.policy.IgnoreCooldown, "ignore-cooldown", false, "send even when a quota cooldown blocks the target")
 	fs.BoolVar(&cf.noHistory, "no-history", false, "do not record the call in the history")
 	fs.BoolVar(&cf.noContent, "no-content", false, "record metadata only, not the prompt and answer")
+	fs.StringVar(&cf.keep, "keep", "90d", "history retention: older calls are deleted in the background (e.g. 30d, 12h; 0 keeps everything)")
 	fs.StringVar(&cf.db, "db", "", "history database (default $LIMITSCOPE_DB, else $XDG_STATE_HOME/limitscope/history.db)")
 	fs.BoolVar(&cf.session.sim, "sim", false, "use the built-in simulator (also LIMITSCOPE_SIM=1)")
 	fs.StringVar(&cf.session.scenario, "scenario", "calm", "simulator scenario (see limitscope sim --list)")
@@ -90,7 +92,19 @@ func (cf *callFlags) validate() error {
 	case cf.stream.HeaderTimeout <= 0, cf.stream.FirstTokenTimeout <= 0, cf.stream.StallTimeout <= 0:
 		return errors.New("timeouts must be positive")
 	}
+	if _, err := parseAge(cf.keep); err != nil {
+		return fmt.Errorf("--keep: %w", err)
+	}
 	return nil
+}
+
+// retention is --keep as the recorder wants it: negative keeps everything.
+func (cf *callFlags) retention() time.Duration {
+	d, _ := parseAge(cf.keep)
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func runSend(ctx context.Context, a *app, args []string) int {
@@ -157,7 +171,7 @@ func runSend(ctx context.Context, a *app, args []string) int {
 		return fail(err)
 	}
 
-	hist := a.openHistory(cf.db, cf.noHistory, cf.noContent, sess.simulated, "send")
+	hist := a.openCallHistory(cf, sess.simulated, "send")
 	defer hist.close(ctx, a)
 
 	engine := &retry.Engine{

@@ -96,7 +96,7 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	var warnings bytes.Buffer
 	quiet := *a
 	quiet.stderr = &warnings
-	hist := quiet.openHistory(cf.db, cf.noHistory, cf.noContent, sess.simulated, "tui")
+	hist := quiet.openCallHistory(cf, sess.simulated, "tui")
 	defer func() {
 		hist.close(ctx, &quiet)
 		io.Copy(a.stderr, &warnings)

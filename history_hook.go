@@ -22,8 +22,14 @@ type historyHook struct {
 // openHistory starts the recorder for command. It never fails: a history
 // problem is a warning on stderr and never changes an exit code.
 func (a *app) openHistory(db string, noHistory, noContent bool, simulated bool, command string) *historyHook {
+	return a.openCallHistory(callFlags{db: db, noHistory: noHistory, noContent: noContent, keep: "90d"}, simulated, command)
+}
+
+// openCallHistory is openHistory from a command's call flags, with --keep.
+func (a *app) openCallHistory(cf callFlags, simulated bool, command string) *historyHook {
 	h := &historyHook{}
-	if noHistory {
+	db := cf.db
+	if cf.noHistory {
 		h.cool = retry.NewMemoryCooldowns()
 		return h
 	}
@@ -40,8 +46,8 @@ func (a *app) openHistory(db string, noHistory, noContent bool, simulated bool, 
 	if simulated {
 		mode = store.ModeSimulated
 	}
-	h.rec = store.NewRecorder(path, store.SessionInfo{Version: version, Mode: mode, Command: command, NoContent: noContent},
-		store.Options{OnWarn: func(err error) { h.warn(a, err) }})
+	h.rec = store.NewRecorder(path, store.SessionInfo{Version: version, Mode: mode, Command: command, NoContent: cf.noContent},
+		store.Options{Retention: cf.retention(), OnWarn: func(err error) { h.warn(a, err) }})
 	h.cool = h.rec.Cooldowns()
 	return h
 }
