@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -36,6 +37,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if big.path != "" { // the benchmarks' 1,000,000-attempt file
 		_ = os.RemoveAll(filepath.Dir(big.path))
+	}
+	// No recorder, retention loop or reader may outlive its test.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+		code = 1
 	}
 	os.Exit(code)
 }
