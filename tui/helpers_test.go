@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"go.uber.org/goleak"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -20,7 +22,19 @@ func TestMain(m *testing.M) {
 	for _, v := range stream.AllEnvVars() {
 		os.Unsetenv(v)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// No run or feed may outlive its test (harden). Ignored: teatest's
+	// interrupt watcher, which lives as long as the process by design, and
+	// a tea.Tick command of a finished program, which bubbletea leaves to
+	// its timer (it ends when the timer fires).
+	if err := goleak.Find(
+		goleak.IgnoreTopFunction("github.com/charmbracelet/x/exp/teatest/v2.NewTestModel.func2"),
+		goleak.IgnoreTopFunction("charm.land/bubbletea/v2.Tick.func1"),
+	); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 var (
