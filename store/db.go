@@ -13,8 +13,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,6 +100,9 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 		if statErr != nil && !write {
 			return nil, fmt.Errorf("history file %s: %w", path, statErr)
 		}
+		if statErr == nil && before.IsDir() {
+			return nil, fmt.Errorf("history file %s is a directory: point --db or LIMITSCOPE_DB at a file", path)
+		}
 		var f *os.File
 		opts := &bolt.Options{
 			Timeout:      timeout,
@@ -150,6 +155,11 @@ func classifyOpenError(path string, timeout time.Duration, err error) error {
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return &FileError{Path: path, Kind: ErrCorrupt, Err: err}
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("history file %s: %w", path, err)
+	case errors.As(err, new(*fs.PathError)), errors.As(err, new(syscall.Errno)):
+		// The system refused (a read-only file system, a full disk while
+		// creating the file, an I/O error): not the file's fault, and
+		// repair would not help.
 		return fmt.Errorf("history file %s: %w", path, err)
 	}
 	// bbolt reports short or mangled files with plain errors ("file size too
