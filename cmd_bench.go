@@ -92,13 +92,10 @@ func runBench(ctx context.Context, a *app, args []string) int {
 		}
 		chain = append(chain, t)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	explicit, scenarioSet := set["policy"], set["scenario"]
 	var policies []string
-	explicit := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "policy" {
-			explicit = true
-		}
-	})
 	for _, p := range strings.Split(*policyList, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
@@ -112,12 +109,6 @@ func runBench(ctx context.Context, a *app, args []string) int {
 		return usageErr("--policy names no policy (known: %s)", strings.Join(bench.Policies(), ", "))
 	}
 	simulated := a.simRequested(sessionFlags{sim: *useSim})
-	scenarioSet := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "scenario" {
-			scenarioSet = true
-		}
-	})
 
 	cfg := bench.Config{
 		Chain:       chain,
@@ -129,6 +120,9 @@ func runBench(ctx context.Context, a *app, args []string) int {
 	}
 	if *maxTokens < 1 {
 		return usageErr("--max-tokens must be at least 1, got %d", *maxTokens)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	var env bench.Env
 	if simulated {
@@ -179,9 +173,6 @@ func runBench(ctx context.Context, a *app, args []string) int {
 				fmt.Fprintf(a.stderr, "limitscope bench: waiting %s for the limits to recover before %s\n", d.Round(time.Second), policy)
 			},
 		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr("%v", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 
 	if f, ok := a.stderr.(*os.File); ok && isTerminal(f) && a.getenv("TERM") != "dumb" {
