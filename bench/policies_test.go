@@ -262,3 +262,29 @@ func TestPercentiles(t *testing.T) {
 		t.Fatalf("empty: %+v", got)
 	}
 }
+
+// On a real account each policy after the first waits for the reset the
+// previous run's last headers named.
+func TestRunWaitsForRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDoer{fn: func(int, stream.Request) stream.Result {
+			r := ok()
+			r.Limits = &stream.Limits{At: time.Now(), Requests: &stream.Window{Limit: 60, Remaining: 0, HasLimit: true,
+				HasRemaining: true, Reset: time.Now().Add(10 * time.Second)}}
+			return r
+		}}
+		var waits []time.Duration
+		env := &RealEnv{Doer: d, OnWait: func(_ string, w time.Duration) { waits = append(waits, w) }}
+		_, err := Run(t.Context(), Config{Chain: []stream.Target{target}, Requests: 1, Concurrency: 1,
+			Policies: []string{PolicySDKDefault, PolicyNaive}}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(waits) != 1 || waits[0] != 10*time.Second {
+			t.Fatalf("waits %v, want one of 10s before the second policy", waits)
+		}
+		if g := gaps(d.times); len(g) != 1 || g[0] != 10*time.Second {
+			t.Fatalf("gaps %v, want the second policy's request 10s after the first", g)
+		}
+	})
+}
