@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 	"github.com/limitscope/limitscope/stream"
@@ -46,6 +47,7 @@ const (
 )
 
 func (o *histOut) paint(code, s string) string {
+	s = sanitize.Text(s) // stored messages came from servers: no escape sequence reaches the terminal
 	if !o.color || code == "" || s == "" {
 		return s
 	}
@@ -81,6 +83,14 @@ type histCell struct {
 // table prints rows under a header: padded columns on a terminal, tabs
 // when piped.
 func (o *histOut) table(header []string, rows [][]histCell) {
+	clean := make([][]histCell, len(rows))
+	for i, r := range rows {
+		clean[i] = make([]histCell, len(r))
+		for j, c := range r {
+			clean[i][j] = histCell{sanitize.Text(c.text), c.color}
+		}
+	}
+	rows = clean
 	if !o.tty {
 		fmt.Fprintln(o.w, strings.Join(header, "\t"))
 		for _, r := range rows {
@@ -504,7 +514,7 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 	if c.Usage != nil || c.FinishReason != "" {
 		fmt.Fprintf(w, "%s", label("finish"))
 		if c.FinishReason != "" {
-			fmt.Fprintf(w, " %s", c.FinishReason)
+			fmt.Fprintf(w, " %s", sanitize.Text(c.FinishReason))
 		}
 		if c.Usage != nil {
 			fmt.Fprintf(w, "  tokens %d in, %d out", c.Usage.InputTokens, c.Usage.OutputTokens)
@@ -549,7 +559,7 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 		}
 		fmt.Fprintf(w, "  %s %s  %s %s", o.paint(ansiCyan, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(classColor(at.Class), string(at.Class)))
 		if at.Code != "" {
-			fmt.Fprintf(w, " %s", at.Code)
+			fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
 		}
 		if at.MidStream {
 			fmt.Fprint(w, " (mid-stream)")
@@ -565,10 +575,10 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 		if !at.StartedAt.IsZero() {
 			fmt.Fprintf(w, "     at %s", at.StartedAt.In(o.loc).Format("15:04:05.000"))
 			if at.RequestID != "" {
-				fmt.Fprintf(w, "  request %s", at.RequestID)
+				fmt.Fprintf(w, "  request %s", sanitize.Text(at.RequestID))
 			}
 			if at.QuotaID != "" {
-				fmt.Fprintf(w, "  quota %s", at.QuotaID)
+				fmt.Fprintf(w, "  quota %s", sanitize.Text(at.QuotaID))
 			}
 			fmt.Fprintln(w)
 		}
@@ -624,10 +634,10 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 		}
 	}
 	if c.Prompt != "" {
-		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "prompt"), c.Prompt)
+		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "prompt"), sanitize.Text(c.Prompt))
 	}
 	if c.Text != "" {
-		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "answer"), c.Text)
+		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "answer"), sanitize.Text(c.Text))
 	}
 	if !c.HasPrompt && !c.HasText && c.Prompt == "" && c.Text == "" {
 		fmt.Fprintf(w, "\n%s\n", o.paint(ansiDim, "(no text stored for this call)"))

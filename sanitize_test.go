@@ -3,10 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/store"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // hostile is what a hostile server (or anything answering on its URL) puts
@@ -84,5 +91,41 @@ func TestSendPrintsNoEscapeSequences(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestHistoryPrintsNoEscapeSequences: what a hostile server said is stored
+// as it came; reading it back on a terminal must not replay it.
+func TestHistoryPrintsNoEscapeSequences(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	oa := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	rec := store.NewRecorder(db, store.SessionInfo{Version: "test", Mode: store.ModeReal, Command: "send"}, store.Options{Retention: -1})
+	call := retry.Call{ID: "hostile", Chain: []stream.Target{oa}, Prompt: "prompt " + hostile}
+	sink := rec.Sink(call, nil)
+	now := time.Now()
+	sink(retry.Event{Kind: retry.EventCallStart, CallID: call.ID, Time: now, Chain: call.Chain})
+	bad := retry.Attempt{N: 1, Target: oa, Status: 429, Class: stream.ClassQuota, Code: "c" + hostile, QuotaID: "q" + hostile,
+		Message: "m" + hostile, RequestID: "r" + hostile, PartialText: hostile, StartedAt: now, Decision: retry.DecideStop}
+	sink(retry.Event{Kind: retry.EventAttemptEnd, CallID: call.ID, Time: now, Attempt: &bad})
+	sink(retry.Event{Kind: retry.EventCallEnd, CallID: call.ID, Time: now, Result: &retry.Result{CallID: call.ID, Outcome: retry.OutcomeStopped,
+		Text: hostile, FinishReason: "f" + hostile, Attempts: []retry.Attempt{bad}, Started: now, Ended: now,
+		Err: &stream.Error{Class: stream.ClassQuota, Status: 429, Code: "c" + hostile, Message: "m" + hostile}}})
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.NewCooldowns(db, store.Options{}).Set(retry.Cooldown{Scope: "account:openai:x", Since: now, Target: oa.String(), Code: "c" + hostile, Message: "m" + hostile}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tty := range []bool{false, true} {
+		env := map[string]string{"LIMITSCOPE_DB": db, "NO_COLOR": "1"}
+		for _, args := range [][]string{{"list"}, {"show", "1"}, {"stats"}} {
+			_, out, errOut := histRun(t, env, tty, runHistory, args...)
+			checkTerminalSafe(t, fmt.Sprintf("history %v (tty %v)", args, tty), out+errOut)
+			if args[0] == "show" && !strings.Contains(out, "red link ok") {
+				t.Errorf("the stored answer should still show: %q", out)
+			}
+		}
+		_, out, errOut := histRun(t, env, tty, runCooldowns)
+		checkTerminalSafe(t, fmt.Sprintf("cooldowns (tty %v)", tty), out+errOut)
 	}
 }
