@@ -97,7 +97,7 @@ type openAIWriter struct {
 	id           string
 	created      int64
 	includeUsage bool
-	cur          string // the model named in text chunks
+	textHead     []byte // a text chunk up to its content
 }
 
 func newOpenAIWriter(id string, now time.Time, includeUsage bool) *openAIWriter {
@@ -130,14 +130,23 @@ func (o *openAIWriter) chunk(model string, delta map[string]any, finish any) map
 func (o *openAIWriter) start(w http.ResponseWriter, model string) {
 	startSSE(w)
 	sseWrite(w, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
-	o.model(model)
+	// Text chunks differ only in their content: encode the rest once.
+	head, _ := json.Marshal(map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model})
+	o.textHead = append(append([]byte("data: "), head[:len(head)-1]...), `,"choices":[{"index":0,"delta":{"content":`...)
 }
 
-// model is remembered for the text chunks.
-func (o *openAIWriter) model(m string) { o.cur = m }
-
 func (o *openAIWriter) text(w http.ResponseWriter, s string) {
-	sseWrite(w, "", o.chunk(o.cur, map[string]any{"content": s}, nil))
+	writeText(w, o.textHead, s, `},"logprobs":null,"finish_reason":null}]}`)
+}
+
+// writeText writes head, s as a JSON string, tail and an event's end, and
+// flushes: the hot path of a stream, without building maps.
+func writeText(w http.ResponseWriter, head []byte, s, tail string) {
+	q, _ := json.Marshal(s)
+	buf := make([]byte, 0, len(head)+len(q)+len(tail)+2)
+	buf = append(append(append(append(buf, head...), q...), tail...), "\n\n"...)
+	_, _ = w.Write(buf)
+	_ = http.NewResponseController(w).Flush()
 }
 
 func (o *openAIWriter) end(w http.ResponseWriter, res retry.Result, model string) {
@@ -204,9 +213,10 @@ func (a *anthropicWriter) start(w http.ResponseWriter, model string) {
 	a.started = true
 }
 
+var anthropicTextHead = []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":")
+
 func (a *anthropicWriter) text(w http.ResponseWriter, s string) {
-	sseWrite(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-		"delta": map[string]any{"type": "text_delta", "text": s}})
+	writeText(w, anthropicTextHead, s, "}}")
 }
 
 func (a *anthropicWriter) end(w http.ResponseWriter, res retry.Result, _ string) {

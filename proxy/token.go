@@ -43,22 +43,31 @@ func LoadOrCreateToken(path string) (string, error) {
 		return "", fmt.Errorf("proxy token: %w", err)
 	}
 	tok := tokenPrefix + hex.EncodeToString(b[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process created it first: use theirs.
-		return readToken(path)
-	}
+	// Write a private temporary file, then link it into place: the token
+	// appears whole or not at all, and a process that loses the race to
+	// create it reads the winner's.
+	f, err := os.CreateTemp(filepath.Dir(path), ".proxy-token-*")
 	if err != nil {
+		return "", fmt.Errorf("proxy token: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return "", fmt.Errorf("proxy token: %w", err)
 	}
 	if _, err := f.WriteString(tok + "\n"); err != nil {
 		f.Close()
-		os.Remove(path)
-		return "", fmt.Errorf("proxy token: writing %s: %w", path, err)
+		return "", fmt.Errorf("proxy token: writing %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return "", fmt.Errorf("proxy token: writing %s: %w", path, err)
+		return "", fmt.Errorf("proxy token: writing %s: %w", tmp, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return readToken(path)
+		}
+		return "", fmt.Errorf("proxy token: %w", err)
 	}
 	return tok, nil
 }
