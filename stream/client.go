@@ -151,13 +151,25 @@ var errGraceOver = errors.New("usage grace over")
 
 // watchdog runs the attempt's timers; each cancels the attempt's context
 // with its own cause.
+//
+// The stall timer is never stopped or reset from outside: touch and resume
+// only note the time of the last sign of life, and the timer, when it
+// fires, checks that time and either cancels (the wire really was silent
+// for StallTimeout), re-arms itself for the rest, or (while the caller's
+// onText holds the reader) leaves resume to re-arm it. No interleaving of a
+// firing with a touch, a pause or a resume can lose the timeout.
 type watchdog struct {
 	cancel context.CancelCauseFunc
 	o      Options
 
-	mu                          sync.Mutex
-	header, first, stall, grace *time.Timer
-	stopped                     bool
+	mu                   sync.Mutex
+	header, first, grace *time.Timer
+	stall                *time.Timer
+	stallCause           error
+	last                 time.Time // the last byte on the wire, or the end of a pause
+	paused               bool      // onText is running: not silence on the wire
+	stallDue             bool      // the stall timer fired while paused
+	stopped              bool
 }
 
 func (w *watchdog) arm(t **time.Timer, d time.Duration, cause error) {
@@ -177,11 +189,60 @@ func (w *watchdog) disarm(t **time.Timer) {
 	}
 }
 
-// touch restarts the stall timer: bytes arrived.
-func (w *watchdog) touch() {
+// armStall starts the stall timer: from now on, StallTimeout of silence
+// cancels the attempt with cause.
+func (w *watchdog) armStall(cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stall != nil && !w.stopped {
+	if w.stopped || w.o.StallTimeout <= 0 || w.stall != nil {
+		return
+	}
+	w.last, w.stallCause = time.Now(), cause
+	w.stall = time.AfterFunc(w.o.StallTimeout, w.stallFired)
+}
+
+func (w *watchdog) stallFired() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	if w.paused {
+		w.stallDue = true
+		w.mu.Unlock()
+		return
+	}
+	if left := w.o.StallTimeout - time.Since(w.last); left > 0 {
+		w.stall.Reset(left)
+		w.mu.Unlock()
+		return
+	}
+	cause := w.stallCause
+	w.mu.Unlock()
+	w.cancel(cause)
+}
+
+// touch notes a sign of life: bytes arrived.
+func (w *watchdog) touch() {
+	w.mu.Lock()
+	w.last = time.Now()
+	w.mu.Unlock()
+}
+
+// pause stops counting silence while the caller's onText runs.
+func (w *watchdog) pause() {
+	w.mu.Lock()
+	w.paused = true
+	w.mu.Unlock()
+}
+
+// resume counts silence again, from now.
+func (w *watchdog) resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.paused, w.last = false, time.Now()
+	if w.stallDue && !w.stopped {
+		w.stallDue = false
 		w.stall.Reset(w.o.StallTimeout)
 	}
 }
@@ -330,7 +391,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.res.RequestID = requestID(resp.Header, ErrorBody{})
 	a.res.Limits = ParseLimits(a.provider, resp.Header, a.c.now())
 
-	a.wd.arm(&a.wd.stall, a.o.StallTimeout, &timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
+	a.wd.armStall(&timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
 	wire := &wireReader{r: resp.Body, touch: a.wd.touch}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -576,9 +637,9 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		}
 		if s.text != "" {
 			text.WriteString(s.text)
-			a.wd.disarm(&a.wd.stall) // time in onText is not silence on the wire
+			a.wd.pause() // time in onText is not silence on the wire
 			a.onText(s.text)
-			a.wd.touch()
+			a.wd.resume()
 		}
 		if s.err != nil {
 			midErr = s.err
