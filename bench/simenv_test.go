@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"os"
 	"testing"
 	"testing/synctest"
 
@@ -93,16 +92,10 @@ func deref(f *float64) any {
 
 // On the calm preset (OpenAI's limits as a fixed window, 500 a minute) 120
 // calls are far inside the limit: limitscope must complete them all without
-// waiting. It does not yet: after one request the simulator's
-// x-ratelimit-reset-requests names the end of the 60 s window, which
-// retry's Pacer reads as one request refilled per 60 s, so calls are paced
-// minutes apart and deferred. Unskip once the sim's reset follows OpenAI's
-// documented continuous refill (60 RPM, 59 left => "1s"), or the Pacer takes
-// limit/minute for per-minute windows.
+// waiting. After one request the simulator's x-ratelimit-reset-requests names
+// the end of the 60 s window; the Pacer once read that as one request
+// refilled per 60 s and deferred the calls.
 func TestSimCalmOpenAI(t *testing.T) {
-	if os.Getenv("LIMITSCOPE_BENCH_KNOWN_BUGS") == "" {
-		t.Skip("known: the Pacer's rate from a fixed window's reset (set LIMITSCOPE_BENCH_KNOWN_BUGS=1 to run)")
-	}
 	clearEnv(t)
 	synctest.Test(t, func(t *testing.T) {
 		env := &SimEnv{InMemory: true, Options: sim.Options{Scenario: "calm", Seed: 1, TokensPerSecond: 1e6}}

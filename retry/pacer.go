@@ -501,8 +501,14 @@ func estimateRate(w *stream.Window, at time.Time, period time.Duration) float64 
 	}
 	L := float64(w.Limit)
 	if left := w.Reset.Sub(at); w.Remaining < w.Limit && left >= time.Second {
+		// A continuous bucket refills (L-R) over left. A fixed window (as
+		// OpenAI's can be) gives all L back at its reset, so (L-R)/left
+		// would read one request spent of 500 with 60 s left as one a
+		// minute: the window is at least left long, so L over the longer of
+		// period and left is a floor that both kinds honour.
 		r := (L - float64(w.Remaining)) / left.Seconds()
-		return math.Max(L/86400, math.Min(r, L))
+		floor := L / math.Max(period.Seconds(), left.Seconds())
+		return math.Max(floor, math.Min(r, L))
 	}
 	return L / period.Seconds()
 }
