@@ -20,6 +20,10 @@ import (
 // must stop what it started (simulators, recorders, streams, engines),
 // whether it ended well, failed or was cancelled.
 func TestMain(m *testing.M) {
+	if db := os.Getenv(fullDiskEnv); db != "" {
+		fullDiskSendChild(db)
+		os.Exit(0)
+	}
 	code := m.Run()
 	// Keep-alive connections of the HTTP client shared by every
 	// stream.Client without its own are idle, not leaked.
