@@ -935,7 +935,10 @@ func TestWritesDuringCompactionAreKept(t *testing.T) {
 			for _, ev := range evs {
 				sink(ev)
 			}
-			if err := r.Flush(context.Background()); err != nil {
+			// Back-to-back compactions can keep the file replaced for a
+			// while on a loaded machine: that is reported as locked and the
+			// events stay queued, as for any lock. Nothing may be lost.
+			if err := r.Flush(context.Background()); err != nil && !errors.Is(err, ErrLocked) {
 				t.Error(err)
 				return
 			}
