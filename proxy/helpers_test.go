@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/limitscope/limitscope/retry"
@@ -28,6 +29,7 @@ type env struct {
 	mu     sync.Mutex
 	calls  []retry.Call
 	events []retry.Event
+	hits   atomic.Int64 // HTTP requests that reached the proxy
 }
 
 func clearEnv(t *testing.T) {
@@ -75,7 +77,10 @@ func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
 		t.Fatal(err)
 	}
 	e.h = h
-	e.srv = httptest.NewServer(h)
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.hits.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(e.srv.Close)
 	return e
 }
