@@ -23,9 +23,12 @@ type limiter interface {
 }
 
 // bucket is a continuously refilling token bucket (Anthropic's documented
-// algorithm): capacity units, refilled at capacity/period, starting full.
+// algorithm): limit units per period, refilled evenly at limit/period, and
+// holding at most capacity units (the burst; the limit unless set), starting
+// full.
 type bucket struct {
-	capacity float64
+	limit    float64 // per period: what the headers show, and the refill
+	capacity float64 // the most it holds: the burst
 	period   time.Duration
 	level    float64
 	last     time.Time
@@ -33,10 +36,20 @@ type bucket struct {
 }
 
 func newBucket(limit int64, period time.Duration) *bucket {
-	return &bucket{capacity: float64(limit), period: period, level: float64(limit)}
+	return newBurstBucket(limit, limit, period)
 }
 
-func (b *bucket) rate() float64 { return b.capacity / b.period.Seconds() } // units per second
+// newBurstBucket is a bucket refilled at limit per period that holds at most
+// burst units (60 RPM with burst 1 is one request a second, never two at
+// once). A burst <= 0 or above the limit is the limit.
+func newBurstBucket(limit, burst int64, period time.Duration) *bucket {
+	if burst <= 0 || burst > limit {
+		burst = limit
+	}
+	return &bucket{limit: float64(limit), capacity: float64(burst), period: period, level: float64(burst)}
+}
+
+func (b *bucket) rate() float64 { return b.limit / b.period.Seconds() } // units per second
 
 func (b *bucket) refill(now time.Time) {
 	if !b.started {
@@ -49,7 +62,7 @@ func (b *bucket) refill(now time.Time) {
 	}
 }
 
-func (b *bucket) Limit() int64 { return int64(b.capacity) }
+func (b *bucket) Limit() int64 { return int64(b.limit) }
 
 func (b *bucket) Remaining(now time.Time) float64 {
 	b.refill(now)
@@ -89,10 +102,23 @@ type window struct {
 	start  time.Time
 	used   float64
 	open   bool
+	shown  int64 // the limit the headers show when it is not limit (a quantized window)
 }
 
 func newWindow(limit int64, period time.Duration) *window {
 	return &window{limit: float64(limit), period: period}
+}
+
+// newQuantizedWindow enforces limit per period as burst per the matching
+// share of the period (OpenAI: "60,000 requests/minute may be enforced as
+// 1,000 requests/second"); Limit still reports limit. A burst <= 0 or above
+// the limit is a plain window.
+func newQuantizedWindow(limit, burst int64, period time.Duration) *window {
+	if burst <= 0 || burst >= limit {
+		return newWindow(limit, period)
+	}
+	sub := time.Duration(float64(period) * float64(burst) / float64(limit))
+	return &window{limit: float64(burst), period: sub, shown: limit}
 }
 
 func (w *window) roll(now time.Time) {
@@ -101,7 +127,12 @@ func (w *window) roll(now time.Time) {
 	}
 }
 
-func (w *window) Limit() int64 { return int64(w.limit) }
+func (w *window) Limit() int64 {
+	if w.shown > 0 {
+		return w.shown
+	}
+	return int64(w.limit)
+}
 
 func (w *window) Remaining(now time.Time) float64 {
 	w.roll(now)

@@ -361,3 +361,118 @@ func TestMistralRejectsOpenAIOnlyFields(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
+
+// A bucket with a burst refills at its per-minute limit but holds only the
+// burst: 300 RPM with burst 5 takes 5 at once, then one every 200ms.
+func TestBurstBucket(t *testing.T) {
+	now := t0
+	b := newBurstBucket(300, 5, time.Minute)
+	if b.Limit() != 300 {
+		t.Fatalf("limit %d, want 300 (the per-minute figure the headers show)", b.Limit())
+	}
+	for i := 0; i < 5; i++ {
+		if w := b.Wait(now, 1); w != 0 {
+			t.Fatalf("request %d of the burst waits %v", i, w)
+		}
+		b.Take(now, 1)
+	}
+	if w := b.Wait(now, 1); w != 200*time.Millisecond {
+		t.Fatalf("after the burst: wait %v, want 200ms", w)
+	}
+	if r := b.ResetIn(now); r != time.Second {
+		t.Fatalf("reset %v, want 1s (5 at 5 a second)", r)
+	}
+	// An hour idle fills it to the burst, not to the limit.
+	now = now.Add(time.Hour)
+	if rem := b.Remaining(now); rem != 5 {
+		t.Fatalf("remaining %v after an hour, want 5", rem)
+	}
+	// Over a minute of steady demand it admits the limit (plus the first burst).
+	admitted := 0
+	for end := now.Add(time.Minute); now.Before(end); now = now.Add(10 * time.Millisecond) {
+		for b.Wait(now, 1) == 0 {
+			b.Take(now, 1)
+			admitted++
+		}
+	}
+	if admitted < 300 || admitted > 306 {
+		t.Fatalf("%d admitted in a minute, want 300 plus the burst", admitted)
+	}
+	// A burst of zero or above the limit is the limit.
+	for _, burst := range []int64{0, 400} {
+		if c := newBurstBucket(300, burst, time.Minute).capacity; c != 300 {
+			t.Errorf("burst %d: capacity %v, want 300", burst, c)
+		}
+	}
+}
+
+// A window with a burst is quantized: 300 a minute enforced as 5 a second.
+func TestQuantizedWindow(t *testing.T) {
+	now := t0
+	w := newQuantizedWindow(300, 5, time.Minute)
+	if w.Limit() != 300 {
+		t.Fatalf("limit %d, want 300", w.Limit())
+	}
+	for i := 0; i < 5; i++ {
+		if d := w.Wait(now, 1); d != 0 {
+			t.Fatalf("request %d waits %v", i, d)
+		}
+		w.Take(now, 1)
+	}
+	if d := w.Wait(now.Add(300*time.Millisecond), 1); d != 700*time.Millisecond {
+		t.Fatalf("sixth: wait %v, want 700ms (the 1s sub-window's end)", d)
+	}
+	if rem := w.Remaining(now.Add(time.Second)); rem != 5 {
+		t.Fatalf("remaining %v in the next sub-window, want 5", rem)
+	}
+	if pw := newQuantizedWindow(300, 0, time.Minute); pw.period != time.Minute || pw.Limit() != 300 {
+		t.Errorf("no burst: %+v, want a plain 1m window", pw)
+	}
+}
+
+// The bench preset as served, on the fake clock: 5 at once, the sixth a 429
+// with a short wait, one more every 200ms; the headers name 300 a minute.
+func TestBenchPresetBurst(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			s, _, clk := newTestSim(t, Options{Scenario: "bench"})
+			var r raw
+			for i := 0; i < 5; i++ {
+				if r = call(t, s, provider, true); r.status != 200 {
+					t.Fatalf("request %d: %d %s", i, r.status, r.body)
+				}
+			}
+			limit := map[string]string{"openai": "x-ratelimit-limit-requests", "anthropic": "anthropic-ratelimit-requests-limit"}[provider]
+			if got := r.header.Get(limit); got != "300" {
+				t.Errorf("%s %q, want 300", limit, got)
+			}
+			if provider == "openai" {
+				if got := r.header.Get("x-ratelimit-reset-requests"); got != "1s" {
+					t.Errorf("reset-requests %q, want 1s (5 back at 5 a second)", got)
+				}
+			}
+			r = call(t, s, provider, true)
+			if r.status != 429 {
+				t.Fatalf("sixth at once: %d, want 429", r.status)
+			}
+			if ra, err := strconv.Atoi(r.header.Get("retry-after")); err != nil || ra > 1 {
+				t.Errorf("retry-after %q, want at most 1s", r.header.Get("retry-after"))
+			}
+			// OpenAI counted the failed request: 400ms to get one back.
+			step := 200 * time.Millisecond
+			if provider == "openai" {
+				step = 400 * time.Millisecond
+			}
+			clk.Advance(step)
+			if r = call(t, s, provider, true); r.status != 200 {
+				t.Fatalf("after %v: %d, want 200", step, r.status)
+			}
+			for i := 0; i < 10; i++ {
+				clk.Advance(200 * time.Millisecond)
+				if r = call(t, s, provider, true); r.status != 200 {
+					t.Fatalf("steady request %d: %d, want 200", i, r.status)
+				}
+			}
+		})
+	}
+}

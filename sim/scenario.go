@@ -50,6 +50,7 @@ func (r faultRule) active(elapsed time.Duration) bool {
 type providerConfig struct {
 	LimitKind       string // "bucket" or "window" for the per-minute limits
 	RPM, TPM        int64  // requests and tokens (input + max output) per minute
+	Burst           int64  // most requests at once: the RPM bucket's capacity (0: the RPM)
 	ITPM, OTPM      int64  // input and output tokens per minute (Anthropic)
 	RPD, TPD        int64  // requests and tokens per day
 	BudgetUSD       float64
@@ -134,6 +135,21 @@ func newScenario(name string) *scenario {
 var presets = []struct{ name, text string }{
 	{"calm", `
 description = every provider healthy, documented default limits, no faults
+`},
+	{"bench", `
+description = for limitscope bench: 300 requests per minute with a burst of 5 (a bucket refilling 5 a second), generous token limits, short fast answers, no faults
+[*]
+rpm = 300
+burst = 5
+limit_kind = bucket
+tpm = 1000000
+tokens_per_second = 2000
+first_token_delay = 20ms
+[anthropic]
+itpm = 1000000
+otpm = 1000000
+[groq]
+tpd = 0
 `},
 	{"busy", `
 description = near the limits: low per-minute limits, the acceleration limit on, occasional 429s with retry-after
@@ -317,7 +333,7 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 // set applies one key = value to c. known is false for an unknown key.
 func (c *providerConfig) set(key, value string, line int) (known bool, err error) {
 	intp := map[string]*int64{"rpm": &c.RPM, "tpm": &c.TPM, "itpm": &c.ITPM, "otpm": &c.OTPM,
-		"rpd": &c.RPD, "tpd": &c.TPD, "context_window": &c.ContextWindow}
+		"rpd": &c.RPD, "tpd": &c.TPD, "context_window": &c.ContextWindow, "burst": &c.Burst}
 	floatp := map[string]*float64{"budget_usd": &c.BudgetUSD, "price_in": &c.PriceIn, "price_out": &c.PriceOut,
 		"tokens_per_second": &c.TokensPerSecond}
 	durp := map[string]*time.Duration{"first_token_delay": &c.FirstTokenDelay, "queue_delay": &c.QueueDelay}

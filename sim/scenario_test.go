@@ -8,7 +8,7 @@ import (
 )
 
 func TestPresetsParseAndAreListed(t *testing.T) {
-	want := []string{"calm", "busy", "overloaded", "spend-cap", "daily-quota", "mid-stream", "flaky", "failover-demo"}
+	want := []string{"calm", "bench", "busy", "overloaded", "spend-cap", "daily-quota", "mid-stream", "flaky", "failover-demo"}
 	got := Scenarios()
 	if len(got) != len(want) {
 		t.Fatalf("%d scenarios, want %d", len(got), len(want))
@@ -98,6 +98,8 @@ func TestScenarioFileErrorsNameTheLine(t *testing.T) {
 		{"[*]\njust words\n", "bad.ini:2: \"just words\": want key = value"},
 		{"primary = nobody\n", "bad.ini:1: primary: unknown provider"},
 		{"[*]\nlimit_kind = leaky\n", "bad.ini:2: limit_kind:"},
+		{"[anthropic]\nrpm = 60\n\nburst = some\n", "bad.ini:4: burst: \"some\" is not a whole number >= 0"},
+		{"[*]\nburst = -2\n", "bad.ini:2: burst: \"-2\" is not a whole number >= 0"},
 		{"[*]\nfault = failover-demo 0.5\n", "bad.ini:2: fault: failover-demo is a live action"},
 	}
 	for _, c := range cases {

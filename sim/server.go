@@ -159,14 +159,14 @@ func (s *Server) SetScenario(name string) error {
 
 func (s *Server) newState(provider string, c *providerConfig) *provState {
 	st := &provState{cfg: c}
-	perMin := func(n int64) limiter {
+	perMin := func(n, burst int64) limiter {
 		if n <= 0 {
 			return nil
 		}
 		if c.LimitKind == "bucket" {
-			return newBucket(n, time.Minute)
+			return newBurstBucket(n, burst, time.Minute)
 		}
-		return newWindow(n, time.Minute)
+		return newQuantizedWindow(n, burst, time.Minute)
 	}
 	perDay := func(n int64) limiter {
 		if n <= 0 {
@@ -179,7 +179,8 @@ func (s *Server) newState(provider string, c *providerConfig) *provState {
 		// (its documented example: 30 used of 14400, reset in 2m59.56s).
 		return newBucket(n, 24*time.Hour)
 	}
-	st.rpm, st.tpm, st.itpm, st.otpm = perMin(c.RPM), perMin(c.TPM), perMin(c.ITPM), perMin(c.OTPM)
+	st.rpm = perMin(c.RPM, c.Burst) // the burst is the requests limit's
+	st.tpm, st.itpm, st.otpm = perMin(c.TPM, 0), perMin(c.ITPM, 0), perMin(c.OTPM, 0)
 	st.rpd, st.tpd = perDay(c.RPD), perDay(c.TPD)
 	return st
 }
