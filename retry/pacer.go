@@ -492,23 +492,25 @@ func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time
 }
 
 // estimateRate estimates a window's refill per second from its limit,
-// remaining and reset, assuming it refills evenly until the reset (a token
-// bucket, as providers enforce per-minute limits); a window without a
-// usable reset is taken to be per period.
+// remaining and reset. A limit per period refills at limit over period,
+// never faster, whatever the algorithm behind it: the providers document
+// per-minute limits enforced over shorter intervals (Anthropic: 60 RPM "may
+// be enforced as 1 request per second"; OpenAI: 60,000 a minute "may be
+// enforced as 1,000 requests per second"), so a bucket holding less than
+// the limit is full again within a second or so, and (limit - remaining)
+// over that reset (as Anthropic's reset, rounded up to the second, reads
+// an empty 300 RPM bucket of 5: 300 a second) would be a stampede. A fixed
+// window (as OpenAI's can be) gives all of the limit back at its reset,
+// which is no faster either. Only a reset further away than the period
+// says the window is longer, and the limit is spread over what is left; a
+// window without a usable reset is taken to be per period.
 func estimateRate(w *stream.Window, at time.Time, period time.Duration) float64 {
 	if !w.HasLimit || w.Limit <= 0 {
 		return 0
 	}
 	L := float64(w.Limit)
-	if left := w.Reset.Sub(at); w.Remaining < w.Limit && left >= time.Second {
-		// A continuous bucket refills (L-R) over left. A fixed window (as
-		// OpenAI's can be) gives all L back at its reset, so (L-R)/left
-		// would read one request spent of 500 with 60 s left as one a
-		// minute: the window is at least left long, so L over the longer of
-		// period and left is a floor that both kinds honour.
-		r := (L - float64(w.Remaining)) / left.Seconds()
-		floor := L / math.Max(period.Seconds(), left.Seconds())
-		return math.Max(floor, math.Min(r, L))
+	if left := w.Reset.Sub(at); w.Remaining < w.Limit && left > period {
+		return L / left.Seconds()
 	}
 	return L / period.Seconds()
 }

@@ -517,3 +517,30 @@ func TestQuotaSeenWhileWaitingForASlot(t *testing.T) {
 		t.Fatalf("%d requests after the quota error", n-1)
 	}
 }
+
+// A small bucket's headers (300 RPM, burst 5: nothing left, full again at
+// the next second, Anthropic's reset rounded up) tell a refill of 5 a
+// second, not 300: the requests after it are spread 200ms apart, with the
+// one-request cushion, instead of stampeding.
+func TestPacingSmallBucketIsNotAStampede(t *testing.T) {
+	p := retry.NewPacer()
+	p.MaxConcurrency = 100
+	ctx := context.Background()
+	pm, _ := p.Acquire(ctx, A)
+	pm.Reserve(t0)
+	r := retrytest.WithLimits(retrytest.OK("x"), reqWindow(300, 0, t0.Add(2*time.Second)))
+	pm.Done(&r, t0)
+	if st := p.State(A); st.Rate != 5 {
+		t.Fatalf("rate %v/s, want 5/s", st.Rate)
+	}
+	for i := 1; i <= 10; i++ {
+		pm, err := p.Acquire(ctx, A)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pc := pm.Reserve(t0); pc.Delay != time.Duration(i+1)*200*time.Millisecond {
+			t.Fatalf("request %d waits %v, want %v", i, pc.Delay, time.Duration(i+1)*200*time.Millisecond)
+		}
+		pm.Done(nil, t0)
+	}
+}
