@@ -127,6 +127,9 @@ Flags:`)
 	fmt.Fprintf(a.stderr, "limitscope proxy: listening on http://%s (%s)\n", addr, where)
 	fmt.Fprintf(a.stderr, "  OPENAI_BASE_URL=http://%s/v1\n  ANTHROPIC_BASE_URL=http://%s\n", addr, addr)
 	fmt.Fprintf(a.stderr, "  API key: the proxy token in %s (limitscope info shows it)\n", tokenPath)
+	if sess.running != nil {
+		fmt.Fprintf(a.stderr, "  simulator: %s (POST %s/_sim/fault injects a fault)\n", sess.running.URL, sess.running.URL)
+	}
 	if !proxy.IsLoopback(addr) {
 		fmt.Fprintf(a.stderr, "limitscope proxy: warning: %s is not loopback: anyone who can reach it and has the token can spend your keys\n", addr)
 	}
