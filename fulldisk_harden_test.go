@@ -24,7 +24,7 @@ const fullDiskEnv = "LIMITSCOPE_MAIN_TEST_FULLDISK"
 // under a 256 KiB file-size limit (RLIMIT_FSIZE: a full disk as far as this
 // process can tell), printing one line per call: its number, exit code,
 // whether it printed an answer, and whether it said the call was not saved;
-// it stops after three unsaved calls.
+// it stops after two unsaved calls.
 func fullDiskSendChild(db string) {
 	signal.Ignore(syscall.SIGXFSZ) // a write past the limit fails with EFBIG instead of killing us
 	lim := syscall.Rlimit{Cur: 256 << 10, Max: 256 << 10}
@@ -32,9 +32,9 @@ func fullDiskSendChild(db string) {
 		fmt.Println("setrlimit", err)
 		return
 	}
-	prompt := strings.Repeat("fill the disk ", 1200) // ~16 KiB stored per call
+	prompt := strings.Repeat("fill the disk ", 1800) // ~25 KiB stored per call
 	full := 0
-	for i := 0; i < 40 && full < 3; i++ {
+	for i := 0; i < 40 && full < 2; i++ {
 		var out, errOut bytes.Buffer
 		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: os.Getenv, now: time.Now}
 		code := run(context.Background(), a, []string{"send", "--sim", "--max-tokens", "4", "--db", db, "--model", "openai/gpt-5.4-mini", fmt.Sprintf("%d %s", i, prompt)})
