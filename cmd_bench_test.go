@@ -238,3 +238,10 @@ func TestBenchCancelled(t *testing.T) {
 		t.Fatalf("exit %d stderr %q, want %d and a note", code, errb, exitCancelled)
 	}
 }
+
+// bench runs on the simulator's bench scenario (300 RPM, burst 5) by default.
+func TestBenchDefaultScenario(t *testing.T) {
+	if got := benchScenario(); got != "bench" {
+		t.Errorf("default scenario %q, want bench", got)
+	}
+}

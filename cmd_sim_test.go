@@ -47,7 +47,7 @@ func TestRunSimList(t *testing.T) {
 		Scenarios []sim.ScenarioInfo `json:"scenarios"`
 		Faults    []sim.FaultInfo    `json:"faults"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Scenarios) != 8 || len(doc.Faults) == 0 {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Scenarios) != len(sim.Scenarios()) || len(doc.Faults) == 0 {
 		t.Errorf("--list --json: %v %s", err, out.String())
 	}
 }

@@ -111,3 +111,46 @@ func TestSimCalmOpenAI(t *testing.T) {
 		}
 	})
 }
+
+// Issue 6's acceptance, in virtual time: on the simulator's bench scenario
+// (300 requests a minute, burst 5, short fast answers), 120 calls at
+// concurrency 16, limitscope completes all 120 at a goodput of at least 95%
+// of the limit, with at most 2% of its requests rejected; the common loops
+// beside it are rejected more.
+func TestSimBenchAcceptance(t *testing.T) {
+	clearEnv(t)
+	for _, tgt := range []stream.Target{{Provider: "openai", Model: "gpt-5.4-mini"}, {Provider: "anthropic", Model: "claude-haiku-5-5"}} {
+		t.Run(tgt.Provider, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				env := &SimEnv{InMemory: true, Options: sim.Options{Scenario: "bench", Seed: 1}}
+				cfg := Config{Chain: []stream.Target{tgt}, Requests: 120, Concurrency: 16, Prompt: "Say hello in five words.", MaxTokens: 64,
+					Policies: []string{PolicyLimitscope, PolicySDKDefault}}
+				rep, err := Run(t.Context(), cfg, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls := rep.Policies[0]
+				for _, r := range rep.Policies {
+					checkSums(t, r)
+					t.Logf("%-11s completed %3d http %3d rejected %3d wasted %3d elapsed %6dms goodput %.2f/s limit %v ratio %v",
+						r.Policy, r.Completed, r.HTTPRequests, r.Rejected, r.Wasted, r.ElapsedMs, r.GoodputPerS, deref(r.LimitPerS), deref(r.GoodputRatio))
+				}
+				if ls.Completed != 120 {
+					t.Errorf("limitscope completed %d of 120 (outcomes %v)", ls.Completed, ls.Outcomes)
+				}
+				if ls.LimitPerS == nil || *ls.LimitPerS != 5 {
+					t.Errorf("limit_per_s %v, want 5 (300 a minute, from the headers)", deref(ls.LimitPerS))
+				}
+				if ls.GoodputRatio == nil || *ls.GoodputRatio < 0.95 {
+					t.Errorf("goodput ratio %v, want at least 0.95", deref(ls.GoodputRatio))
+				}
+				if float64(ls.Rejected) > 0.02*float64(ls.HTTPRequests) {
+					t.Errorf("%d of %d requests rejected, want at most 2%%", ls.Rejected, ls.HTTPRequests)
+				}
+				if sdk := rep.Policies[1]; sdk.Rejected <= ls.Rejected {
+					t.Errorf("sdk-default rejected %d, not more than limitscope's %d", sdk.Rejected, ls.Rejected)
+				}
+			})
+		})
+	}
+}
