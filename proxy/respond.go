@@ -73,6 +73,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // sseWrite writes one event and flushes it.
 func sseWrite(w http.ResponseWriter, event string, v any) {
+	sseBuffer(w, event, v)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// sseBuffer writes one event without flushing: the opening events of a
+// stream go out with its first text, in one write to the socket.
+func sseBuffer(w http.ResponseWriter, event string, v any) {
 	var b []byte
 	if s, ok := v.(string); ok {
 		b = []byte(s)
@@ -89,7 +96,6 @@ func sseWrite(w http.ResponseWriter, event string, v any) {
 	buf = append(buf, b...)
 	buf = append(buf, "\n\n"...)
 	_, _ = w.Write(buf)
-	_ = http.NewResponseController(w).Flush()
 }
 
 // openAIWriter speaks Chat Completions.
@@ -129,7 +135,7 @@ func (o *openAIWriter) chunk(model string, delta map[string]any, finish any) map
 
 func (o *openAIWriter) start(w http.ResponseWriter, model string) {
 	startSSE(w)
-	sseWrite(w, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
+	sseBuffer(w, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
 	// Text chunks differ only in their content: encode the rest once.
 	head, _ := json.Marshal(map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model})
 	o.textHead = append(append([]byte("data: "), head[:len(head)-1]...), `,"choices":[{"index":0,"delta":{"content":`...)
@@ -203,12 +209,12 @@ func (a *anthropicWriter) message(w http.ResponseWriter, res retry.Result, model
 
 func (a *anthropicWriter) start(w http.ResponseWriter, model string) {
 	startSSE(w)
-	sseWrite(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+	sseBuffer(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
 	}})
-	sseWrite(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+	sseBuffer(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
 	a.started = true
 }
