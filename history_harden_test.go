@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/limitscope/limitscope/store"
 )
 
 // TestSendGoesOnWhenTheHistoryCannotBeWritten: a history that cannot be
@@ -37,5 +41,45 @@ func TestSendGoesOnWhenTheHistoryCannotBeWritten(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %v: the command waited on a history it can never write", took)
+	}
+}
+
+// TestSendWaitsOutALockedHistory: another process holds the history (a
+// long `history export`, a second console) for longer than one lock wait;
+// send still answers, exits 0, and saves the call once the lock goes,
+// before it exits: nothing is lost and nothing is reported unsaved.
+func TestSendWaitsOutALockedHistory(t *testing.T) {
+	clearEnv(t)
+	db := filepath.Join(t.TempDir(), "history.db")
+	ta := newTestApp(nil)
+	if code := run(context.Background(), ta.app, []string{"send", "--sim", "--max-tokens", "4", "--db", db, "--model", "openai/gpt-5.4-mini", "first"}); code != exitOK {
+		t.Fatalf("first send: exit %d %s", code, ta.errOut)
+	}
+	holder, err := bolt.Open(db, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(2200 * time.Millisecond) // longer than one lock wait (2 s): the recorder must warn and try again
+		_ = holder.Close()
+		close(released)
+	}()
+	ta = newTestApp(nil)
+	start := time.Now()
+	code := run(context.Background(), ta.app, []string{"send", "--sim", "--max-tokens", "4", "--db", db, "--model", "openai/gpt-5.4-mini", "second"})
+	<-released
+	if code != exitOK || strings.TrimSpace(ta.out.String()) == "" {
+		t.Fatalf("exit %d, answer %q, stderr %q", code, ta.out, ta.errOut)
+	}
+	if msg := ta.errOut.String(); strings.Contains(msg, "not saved") || strings.Count(msg, "locked") > 1 {
+		t.Errorf("want nothing unsaved and at most one warning: %q", msg)
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("took %v", took)
+	}
+	calls, err := (&store.Reader{Path: db}).List(context.Background(), store.Filter{})
+	if err != nil || len(calls) != 2 {
+		t.Fatalf("%d calls in the history (%v), want both", len(calls), err)
 	}
 }
