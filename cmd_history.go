@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/limitscope/limitscope/internal/sanitize"
+	"github.com/limitscope/limitscope/proxy"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 	"github.com/limitscope/limitscope/stream"
@@ -1043,10 +1044,22 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	doc := struct {
 		Version string `json:"version"`
 		store.Paths
-		DBExists bool  `json:"db_exists"`
-		DBBytes  int64 `json:"db_bytes"`
-		Schema   int   `json:"schema"`
+		DBExists       bool   `json:"db_exists"`
+		DBBytes        int64  `json:"db_bytes"`
+		Schema         int    `json:"schema"`
+		ProxyTokenFile string `json:"proxy_token_file,omitempty"`
+		ProxyToken     string `json:"proxy_token,omitempty"`
 	}{Version: version, Paths: p, Schema: store.SchemaVersion}
+	// The proxy's token is made on first use; this is where a user reads it
+	// to give their application (it is never logged).
+	if p.ConfigDir != "" {
+		doc.ProxyTokenFile = proxy.TokenPath(p.ConfigDir)
+		tok, err := proxy.LoadOrCreateToken(doc.ProxyTokenFile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "limitscope info: proxy token: %v\n", err)
+		}
+		doc.ProxyToken = tok
+	}
 	if fi, err := os.Stat(p.DB); err == nil {
 		doc.DBExists, doc.DBBytes = true, fi.Size()
 	}
@@ -1065,6 +1078,9 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		{{"history", ansiBold}, {p.DB, ansiCyan}, {dbNote, ansiDim}},
 		{{"state dir", ansiBold}, {p.StateDir, ""}, {"", ""}},
 		{{"config dir", ansiBold}, {p.ConfigDir, ""}, {histParen(p.ConfigSource), ansiDim}},
+	}
+	if doc.ProxyToken != "" {
+		rows = append(rows, []histCell{{"proxy token", ansiBold}, {doc.ProxyToken, ""}, {"(" + doc.ProxyTokenFile + ", 0600)", ansiDim}})
 	}
 	if o.tty {
 		for _, r := range rows {

@@ -83,6 +83,8 @@ func run(ctx context.Context, a *app, args []string) int {
 		return runInfo(ctx, a, args[1:])
 	case "bench":
 		return runBench(ctx, a, args[1:])
+	case "proxy":
+		return runProxy(ctx, a, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(a.stdout, "limitscope", version)
 		return exitOK
@@ -104,7 +106,8 @@ Usage:
   limitscope history ...          review the attempt history
   limitscope cooldowns [clear]    list or end quota cooldowns
   limitscope bench [flags]        compare retry policies under a rate limit
-  limitscope info                 the paths in use
+  limitscope proxy [flags]        a local OpenAI/Anthropic-compatible endpoint on the retry core
+  limitscope info                 the paths in use and the proxy's token
   limitscope version
 
 Run "limitscope COMMAND -h" for a command's flags. See README.md.
