@@ -174,6 +174,9 @@ func TestRoundTripTimeouts(t *testing.T) {
 	if err := s.Inject(Fault{Provider: "anthropic", Kind: FaultHang, Code: "stall"}); err != nil {
 		t.Fatal(err)
 	}
+	// The stall must be the only timeout that can fire: a loaded machine may
+	// take longer than 100ms to send the headers.
+	opt.HeaderTimeout = 10 * time.Second
 	r = send(t, ts, "anthropic", "claude-sonnet-4-5", opt)
 	if r.Class() != stream.ClassTimeout || r.Status != 200 || r.Text == "" {
 		t.Fatalf("stall: %s status %d text %q (%v), want a timeout after some text", r.Class(), r.Status, r.Text, r.Err)
