@@ -54,7 +54,7 @@ func (a *app) openCallHistory(cf callFlags, simulated bool, command string) *his
 
 func (h *historyHook) warn(a *app, err error) {
 	h.warnOnce.Do(func() {
-		fmt.Fprintf(a.stderr, "limitscope: history: %v (events kept in memory, will retry)\n", err)
+		fmt.Fprintf(a.stderr, "limitscope: history: %v (events kept in memory; retrying until limitscope exits)\n", err)
 	})
 }
 
@@ -78,6 +78,11 @@ func (h *historyHook) close(ctx context.Context, a *app) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := h.rec.Close(ctx); err != nil {
+		if n := h.rec.Pending(); n > 0 {
+			// This process is ending: what is still queued is lost.
+			fmt.Fprintf(a.stderr, "limitscope: history: %d events could not be saved before exit and are lost (%v)\n", n, err)
+			return
+		}
 		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
 	}
 }
