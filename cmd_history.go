@@ -778,7 +778,7 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 				}
 				num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 				row := append(append([]string(nil), head...), strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
-					string(j.Class), j.Code, j.QuotaID, j.Message, ra, src, num(j.PacedMs), num(j.WaitedMs), j.RequestID,
+					string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
 					strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
 				if err := cw.Write(row); err != nil {
 					return err
@@ -795,6 +795,15 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		return histFail(a, fmt.Errorf("export: %w", err))
 	}
 	return exitOK
+}
+
+// csvText keeps a provider-written cell from being read as a formula by a
+// spreadsheet (CSV injection): a leading =, +, -, @, tab or CR gets a quote.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func historyPrune(ctx context.Context, a *app, args []string) int {

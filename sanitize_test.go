@@ -129,3 +129,18 @@ func TestHistoryPrintsNoEscapeSequences(t *testing.T) {
 		checkTerminalSafe(t, fmt.Sprintf("cooldowns (tty %v)", tty), out+errOut)
 	}
 }
+
+func TestCSVTextDefusesFormulas(t *testing.T) {
+	for in, want := range map[string]string{
+		"=HYPERLINK(\"http://x\")": "'=HYPERLINK(\"http://x\")",
+		"+1":                       "'+1",
+		"-cmd":                     "'-cmd",
+		"@SUM(A1)":                 "'@SUM(A1)",
+		"Rate limit reached":       "Rate limit reached",
+		"":                         "",
+	} {
+		if got := csvText(in); got != want {
+			t.Errorf("csvText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
