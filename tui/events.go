@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
@@ -9,9 +10,17 @@ import (
 )
 
 // applyEvent applies one engine event. Events of a run that is no longer the
-// one in flight (a late event after a fail-over-now) are dropped.
+// one in flight (a late event after a fail-over-now) are dropped. A proxied
+// call's events (tagged ids) reach only that call's run and turn.
 func (m *Model) applyEvent(ev retry.Event) {
+	var x *extCall
 	r, t := m.call, m.turn
+	if isExt(ev.CallID) {
+		if x = m.ext[ev.CallID]; x == nil {
+			return
+		}
+		r, t = x.run, x.turn
+	}
 	if r == nil || t == nil || ev.CallID != r.id {
 		return
 	}
@@ -22,7 +31,10 @@ func (m *Model) applyEvent(ev retry.Event) {
 		if a == nil {
 			return
 		}
-		m.targets.attemptStart(a)
+		m.targets.attemptStart(a, r.id)
+		if x != nil {
+			m.extWaitOver(x)
+		}
 		r.wait = nil
 		b := &block{kind: blockText, header: fmt.Sprintf("%s · attempt %d", a.Target, a.N), dirty: true}
 		t.blocks = append(t.blocks, b)
@@ -37,7 +49,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 		t.current.text += ev.Text
 		t.current.dirty = true
 		if t.currentTarget.Provider != "" {
-			m.targets.text(t.currentTarget)
+			m.targets.text(t.currentTarget, r.id)
 		}
 	case retry.EventAttemptEnd:
 		a := ev.Attempt
@@ -57,15 +69,26 @@ func (m *Model) applyEvent(ev retry.Event) {
 			at = m.now
 		}
 		m.log.add(&logRow{callID: r.id, at: at, wait: w})
+		if x != nil {
+			m.extWait(x)
+		}
 	case retry.EventCallEnd:
+		if x != nil {
+			m.extWaitOver(x)
+			delete(m.ext, r.id)
+			m.stats.proxied++
+		}
 		if ev.Result != nil {
 			m.callEnd(r, t, ev.Result)
+		} else if x != nil {
+			m.targets.callEnd(&retry.Result{}, r.chain, r.id)
+			t.done = true
 		}
 	}
 }
 
 func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) {
-	m.targets.attemptEnd(a, m.now)
+	m.targets.attemptEnd(a, m.now, r.id)
 	at := a.StartedAt
 	if at.IsZero() {
 		at = evTime
@@ -116,7 +139,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 
 func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	r.wait = nil
-	m.targets.callEnd(res, r.chain)
+	m.targets.callEnd(res, r.chain, r.id)
 	t.requests += len(res.Attempts)
 	if len(r.failTo) > 0 && !r.cancelled {
 		return // a fail-over-now run follows
@@ -189,7 +212,11 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			t.detail(res.Err.Error())
 		}
 	case retry.OutcomeCancelled:
-		t.note(noteInfo, "Cancelled by you.")
+		if isExt(r.id) {
+			t.note(noteInfo, "Cancelled: the client went away, or the proxy stopped.")
+		} else {
+			t.note(noteInfo, "Cancelled by you.")
+		}
 	}
 }
 
@@ -236,7 +263,7 @@ func decisionWords(a *retry.Attempt, chain []stream.Target) string {
 // or the line that says a request is on its way.
 func (m *Model) liveWait() []string {
 	if m.call != nil && !m.waiting() && m.turn != nil {
-		if b := m.turn.current; b != nil && b.text == "" {
+		if b := m.turn.current; b != nil && b.text == "" && m.conv.isLast(m.turn) {
 			return []string{m.st.Subtle.Render("→ " + b.header + ": sent, waiting for the first token…")}
 		}
 		return nil
@@ -246,9 +273,24 @@ func (m *Model) liveWait() []string {
 	}
 	w := m.call.wait
 	st := &m.st
+	head := waitHead(w, m.call.waitFrom, m.now)
+	if m.turn != nil && !m.conv.isLast(m.turn) {
+		head = "⏳ your prompt: " + strings.TrimPrefix(head, "⏳ ")
+	}
+	out := []string{st.Countdown.Bold(true).Render(head)}
+	if w.Reason != "" {
+		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
+	}
+	out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	return out
+}
+
+// waitHead says what a wait is, where its number came from, and what is
+// left: "⏳ openai says 20s (retry-after) · 12s left; deadline in 2m40s".
+func waitHead(w *retry.Wait, from, now time.Time) string {
 	until := w.Until
 	if until.IsZero() {
-		until = m.call.waitFrom.Add(w.Duration)
+		until = from.Add(w.Duration)
 	}
 	var head string
 	switch {
@@ -259,14 +301,9 @@ func (m *Model) liveWait() []string {
 	default:
 		head = fmt.Sprintf("⏳ backing off %s before retrying %s (%s)", fmtDur(w.Duration), w.Target.Provider, orDash(string(w.Source)))
 	}
-	head += " · " + fmtCountdown(m.now, until) + " left"
+	head += " · " + fmtCountdown(now, until) + " left"
 	if !w.Deadline.IsZero() {
-		head += "; deadline in " + fmtCountdown(m.now, w.Deadline)
+		head += "; deadline in " + fmtCountdown(now, w.Deadline)
 	}
-	out := []string{st.Countdown.Bold(true).Render(head)}
-	if w.Reason != "" {
-		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
-	}
-	out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
-	return out
+	return head
 }

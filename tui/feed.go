@@ -45,6 +45,18 @@ func (f *feed) sink(ev retry.Event) {
 	if f.rec != nil {
 		f.rec.Record(ev)
 	}
+	f.add(ev)
+}
+
+// coalesceReach is how far back in a frame's events a text delta looks for
+// an earlier delta of its call to merge into: concurrent calls (the
+// proxy's) interleave their deltas.
+const coalesceReach = 64
+
+// add queues one event. A text delta is merged into the call's previous
+// delta in the open frame when no other event of that call came after it,
+// so each call's events keep their order and no text is lost.
+func (f *feed) add(ev retry.Event) {
 	f.mu.Lock()
 	var last *eventsMsg
 	if n := len(f.queue); n > 0 {
@@ -57,14 +69,18 @@ func (f *feed) sink(ev retry.Event) {
 		f.queue = append(f.queue, last)
 	}
 	if ev.Kind == retry.EventText {
-		if n := len(last.events); n > 0 {
-			prev := &last.events[n-1]
-			if prev.Kind == retry.EventText && prev.CallID == ev.CallID {
+		for i, stop := len(last.events)-1, max(0, len(last.events)-coalesceReach); i >= stop; i-- {
+			prev := &last.events[i]
+			if prev.CallID != ev.CallID {
+				continue
+			}
+			if prev.Kind == retry.EventText {
 				prev.Text += ev.Text
 				f.mu.Unlock()
 				f.notify()
 				return
 			}
+			break
 		}
 	}
 	last.events = append(last.events, ev)

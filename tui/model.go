@@ -110,8 +110,9 @@ type Model struct {
 	hist    *historyView
 
 	callSeq int
-	call    *run  // the run in flight, nil when idle
-	turn    *turn // the turn of the call in flight
+	call    *run                // the run in flight, nil when idle
+	turn    *turn               // the turn of the call in flight
+	ext     map[string]*extCall // proxied calls in flight, by tagged id
 	prompts map[string]string
 
 	showLog bool // below 24 rows the attempt log hides behind a key
@@ -166,6 +167,13 @@ func New(opts Options) *Model {
 		after:   tea.Tick,
 		chrome:  map[chromeKey]*chrome{},
 		runs:    &sync.WaitGroup{},
+	}
+	if opts.Inbox != nil {
+		// Proxied calls and typed calls share one feed: one goroutine
+		// delivers both, in order within each call. Nothing reads rec for
+		// the inbox's events, so setting it here races with none of them.
+		m.feed = opts.Inbox.f
+		m.feed.rec = opts.Recorder
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
 	m.targets.cooldowns(opts.Cooldowns, m.now)
@@ -227,6 +235,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.now = m.opts.Now()
 		m.ticking = false
+		m.extTick()
 		return m, m.ensureTick()
 	case statusClearMsg:
 		if msg.gen == m.statusGen {
@@ -238,6 +247,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for i := range msg.events {
 			m.applyEvent(msg.events[i])
 		}
+		return m, m.ensureTick()
+	case extStartMsg:
+		m.now = m.opts.Now()
+		m.extStart(msg)
 		return m, m.ensureTick()
 	case runDoneMsg:
 		m.now = m.opts.Now()
@@ -479,10 +492,10 @@ func (m *Model) ensureTick() tea.Cmd {
 // tickEvery is how often the clock must tick now: fast during a wait, once a
 // second while a call runs or a near reset counts down, never when idle.
 func (m *Model) tickEvery() time.Duration {
-	if m.waiting() {
+	if m.waiting() || m.extWaiting() {
 		return 250 * time.Millisecond
 	}
-	if m.call != nil || m.targets.counting(m.now) {
+	if m.call != nil || len(m.ext) > 0 || m.targets.counting(m.now) {
 		return time.Second
 	}
 	return 0

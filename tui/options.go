@@ -134,6 +134,14 @@ type Options struct {
 	// Mouse starts with mouse capture on (wheel scrolling); off by default so
 	// the terminal's own selection works.
 	Mouse bool
+	// Inbox brings in the calls the console did not start: the proxy's
+	// (limitscope --proxy). Its calls show beside typed ones, each in its
+	// own turn marked as the proxy's. Nil: none.
+	Inbox *Inbox
+	// ProxyAddr is where the proxy served inside the console listens
+	// ("127.0.0.1:4000"), shown in the header; "" when there is none. The
+	// proxy's token is never shown (limitscope info shows it).
+	ProxyAddr string
 }
 
 // DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil:

@@ -29,11 +29,11 @@ func TestTargetStatesInWords(t *testing.T) {
 		t.Fatalf("fresh targets are not READY:\n%s", s)
 	}
 	// Overloaded, then ready again after a success.
-	p.attemptEnd(&retry.Attempt{Target: openai, Status: 529, Class: stream.ClassOverload, Code: "overloaded_error", StartedAt: now}, now)
+	p.attemptEnd(&retry.Attempt{Target: openai, Status: 529, Class: stream.ClassOverload, Code: "overloaded_error", StartedAt: now}, now, "c")
 	if s := paneText(p, now); !strings.Contains(s, "OVERLOADED") || !strings.Contains(s, "at capacity") {
 		t.Errorf("overload:\n%s", s)
 	}
-	p.attemptEnd(&retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, StartedAt: now}, now)
+	p.attemptEnd(&retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, StartedAt: now}, now, "c")
 	if s := paneText(p, now); strings.Contains(s, "OVERLOADED") {
 		t.Errorf("still overloaded after a success:\n%s", s)
 	}
@@ -49,14 +49,14 @@ func TestTargetStatesInWords(t *testing.T) {
 	p.attemptEnd(&retry.Attempt{Target: groq, Status: 200, Class: stream.ClassOK, StartedAt: now, Limits: &stream.Limits{
 		Requests: &stream.Window{Limit: 14400, Remaining: 14370, HasLimit: true, HasRemaining: true, PerDay: true, Reset: now.Add(2 * time.Minute)},
 		Tokens:   &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
-	}}, now)
+	}}, now, "c")
 	s := paneText(p, now)
 	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k (rounded)") || !strings.Contains(s, "reset 2m") {
 		t.Errorf("gauges:\n%s", s)
 	}
 	// A quota stop names the provider's words.
 	p.attemptEnd(&retry.Attempt{Target: groq, Status: 429, Class: stream.ClassQuota, Code: "rate_limit_exceeded",
-		Message: "Limit 14400, Used 14400 on requests per day (RPD)", StartedAt: now}, now)
+		Message: "Limit 14400, Used 14400 on requests per day (RPD)", StartedAt: now}, now, "c")
 	if s := paneText(p, now); !strings.Contains(s, "STOPPED") || !strings.Contains(s, "requests per day (RPD)") {
 		t.Errorf("quota:\n%s", s)
 	}

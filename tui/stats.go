@@ -12,6 +12,7 @@ const maxLatencies = 10000
 // sessionStats are the session's numbers.
 type sessionStats struct {
 	calls    int
+	proxied  int // of calls, those that came through the proxy
 	retried  int // calls with more than one request
 	requests int
 	wasted   int // requests that did not serve an answer
@@ -41,14 +42,26 @@ func (s *sessionStats) addCall(requests int, served bool, d time.Duration) {
 	s.p95 = sorted[max(0, i)]
 }
 
+// tiny renders the call count only, for a header with no room for more.
+func (s *sessionStats) tiny() string {
+	if s.proxied > 0 {
+		return fmt.Sprintf("calls %d (%d proxied)", s.calls, s.proxied)
+	}
+	return fmt.Sprintf("calls %d", s.calls)
+}
+
 // format renders the numbers, in full or compact for a narrow header.
 func (s *sessionStats) format(full bool) string {
 	if s.calls == 0 {
 		return "calls 0"
 	}
-	if !full {
-		return fmt.Sprintf("calls %d · retried %d%% · p95 %s", s.calls, 100*s.retried/s.calls, fmtDur(s.p95))
+	calls := fmt.Sprint(s.calls)
+	if s.proxied > 0 {
+		calls += fmt.Sprintf(" (%d proxied)", s.proxied)
 	}
-	return fmt.Sprintf("calls %d · retried %d%% · req/call %.1f · wasted %d · p95 %s",
-		s.calls, 100*s.retried/s.calls, float64(s.requests)/float64(s.calls), s.wasted, fmtDur(s.p95))
+	if !full {
+		return fmt.Sprintf("calls %s · retried %d%% · p95 %s", calls, 100*s.retried/s.calls, fmtDur(s.p95))
+	}
+	return fmt.Sprintf("calls %s · retried %d%% · req/call %.1f · wasted %d · p95 %s",
+		calls, 100*s.retried/s.calls, float64(s.requests)/float64(s.calls), s.wasted, fmtDur(s.p95))
 }

@@ -15,7 +15,10 @@ import (
 type targetState struct {
 	info TargetInfo
 
-	busy string // "SENDING" or "STREAMING" while an attempt is in flight
+	// inflight is "SENDING" or "STREAMING" for each call with an attempt in
+	// flight on this target (typed and proxied calls run at once).
+	inflight map[string]string
+	proxied  bool // a proxied call used it: shown even outside the chain
 
 	waitUntil time.Time // a server's delay or a backoff runs until then
 	waitFrom  time.Time
@@ -40,8 +43,8 @@ func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...st
 		return "NO KEY", st.Unavailable.Render
 	case s.stopped && (s.stopUntil.IsZero() || now.Before(s.stopUntil)):
 		return "STOPPED", st.Stopped.Render
-	case s.busy != "":
-		return s.busy, st.Busy.Render
+	case s.busy() != "":
+		return s.busy(), st.Busy.Render
 	case now.Before(s.waitUntil) && s.paused:
 		return "PAUSED", st.Paused.Render
 	case now.Before(s.waitUntil):
@@ -50,6 +53,30 @@ func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...st
 		return "OVERLOADED", st.Overloaded.Render
 	}
 	return "READY", st.Ready.Render
+}
+
+// busy is "STREAMING" when any call streams on the target, "SENDING" when
+// any call waits for its answer, else "".
+func (s *targetState) busy() string {
+	b := ""
+	for _, v := range s.inflight {
+		if v == "STREAMING" {
+			return v
+		}
+		b = v
+	}
+	return b
+}
+
+func (s *targetState) setBusy(callID, v string) {
+	if v == "" {
+		delete(s.inflight, callID)
+		return
+	}
+	if s.inflight == nil {
+		s.inflight = map[string]string{}
+	}
+	s.inflight[callID] = v
 }
 
 // targetsPane lists the chain (numbered, in order), then the other pickable
@@ -178,25 +205,28 @@ func (p *targetsPane) counting(now time.Time) bool {
 	return false
 }
 
-// attemptStart marks the target busy.
-func (p *targetsPane) attemptStart(a *retry.Attempt) {
+// attemptStart marks the target busy for call callID.
+func (p *targetsPane) attemptStart(a *retry.Attempt, callID string) {
 	s := p.get(a.Target)
-	s.busy = "SENDING"
+	s.setBusy(callID, "SENDING")
+	if isExt(callID) {
+		s.proxied = true
+	}
 	p.invalidate()
 }
 
-func (p *targetsPane) text(t stream.Target) {
+func (p *targetsPane) text(t stream.Target, callID string) {
 	s := p.get(t)
-	if s.busy != "STREAMING" {
-		s.busy = "STREAMING"
+	if s.inflight[callID] != "STREAMING" {
+		s.setBusy(callID, "STREAMING")
 		p.invalidate()
 	}
 }
 
 // attemptEnd applies an attempt's outcome to its target's state.
-func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time) {
+func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string) {
 	s := p.get(a.Target)
-	s.busy = ""
+	s.setBusy(callID, "")
 	if a.Limits != nil && !a.Limits.Empty() {
 		s.limits = a.Limits
 	}
@@ -288,10 +318,11 @@ func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
 	}
 }
 
-// callEnd applies a call's end: a cooldown stop and the end of busy states.
-func (p *targetsPane) callEnd(r *retry.Result, chain []stream.Target) {
+// callEnd applies a call's end: a cooldown stop and the end of the call's
+// busy states (other calls' stay).
+func (p *targetsPane) callEnd(r *retry.Result, chain []stream.Target, callID string) {
 	for _, s := range p.list {
-		s.busy = ""
+		s.setBusy(callID, "")
 	}
 	if r.CooldownHit && len(r.Attempts) == 0 && r.Err != nil {
 		for _, t := range chain {
@@ -353,7 +384,7 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	var out []string
 	hidden := 0
 	for i, s := range p.list {
-		if !p.focused && i >= p.inChain && (collapsed || s.info.Available) {
+		if !p.focused && i >= p.inChain && (collapsed || s.info.Available) && !s.proxied {
 			hidden++
 			continue
 		}
@@ -390,6 +421,9 @@ func (p *targetsPane) label(i int, s *targetState) string {
 	n := "  "
 	if i < p.inChain {
 		n = fmt.Sprintf("%d ", i+1)
+	}
+	if s.proxied && i >= p.inChain {
+		return mark + n + s.info.Target.String() + " (proxy)"
 	}
 	return mark + n + s.info.Target.String()
 }

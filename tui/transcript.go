@@ -85,6 +85,7 @@ func (b *block) textLines(w int, style func(...string) string) []string {
 type turn struct {
 	callID  string
 	prompt  string
+	origin  string // a proxied call: where it came from (client, model, id); "" when typed
 	primary stream.Target
 	blocks  []*block
 	current *block // the text block of the attempt streaming now
@@ -203,6 +204,9 @@ func (c *transcript) add(id, prompt string, primary stream.Target, now time.Time
 	return t
 }
 
+// isLast reports whether t is the newest turn.
+func (c *transcript) isLast(t *turn) bool { return len(c.turns) > 0 && c.turns[len(c.turns)-1] == t }
+
 func (c *transcript) invalidate() {
 	for _, t := range c.turns {
 		for _, b := range t.blocks {
@@ -233,6 +237,11 @@ func (c *transcript) promptLines(t *turn, w int, st *theme.Styles) []string {
 		return l
 	}
 	var out []string
+	if t.origin != "" {
+		for _, l := range wrap(t.origin, w) {
+			out = append(out, st.Accent.Render(l)+strings.Repeat(" ", max(0, w-widthOf(l))))
+		}
+	}
 	for i, l := range wrap(t.prompt, w-2) {
 		p := "> "
 		if i > 0 {

@@ -175,6 +175,13 @@ func (m *Model) welcome() []string {
 		out = append(out, "  Type a prompt below and press enter. It goes to the first target;")
 		out = append(out, "  the others take over when it fails.")
 	}
+	if a := m.opts.ProxyAddr; a != "" {
+		out = append(out, "",
+			"  The proxy listens on http://"+a+": point an app's SDK at it and its calls",
+			"  show here as they happen, beside your prompts:",
+			st.Subtle.Render("    OPENAI_BASE_URL=http://"+a+"/v1   ANTHROPIC_BASE_URL=http://"+a),
+			st.Subtle.Render("    API key: the proxy's token (limitscope info shows it)"))
+	}
 	out = append(out, "", st.Subtle.Render("  ? lists every key (tab out of the input first)."))
 	for _, t := range m.targets.list {
 		if !t.info.Available {
@@ -186,7 +193,7 @@ func (m *Model) welcome() []string {
 }
 
 func (m *Model) header(w int) string {
-	key := fmt.Sprintf("%d/%d/%v/%v", w, m.stats.calls, m.inFlight(), m.st.Dark)
+	key := fmt.Sprintf("%d/%d/%v/%v/%d", w, m.stats.calls, m.inFlight(), m.st.Dark, len(m.ext))
 	if key != m.headerKey {
 		m.headerKey, m.headerLine = key, m.renderHeader(w)
 	}
@@ -205,18 +212,41 @@ func (m *Model) renderHeader(w int) string {
 	} else {
 		left += " " + st.Live.Render("LIVE")
 	}
-	lw := ansi.StringWidth(left)
-	for _, full := range []bool{true, false} {
-		right := st.Subtle.Render(m.stats.format(full) + " ")
-		if m.inFlight() {
-			right = st.Accent.Render("● in flight") + "  " + right
-		}
-		gap := w - lw - ansi.StringWidth(right)
-		if gap >= 1 {
-			return left + strings.Repeat(" ", gap) + right
+	// The proxy's badge, longest first: what fits of it stays.
+	proxy := []string{""}
+	if m.opts.ProxyAddr != "" {
+		a := m.opts.ProxyAddr
+		proxy = []string{
+			"  " + st.Accent.Render("PROXY http://"+a) + st.Subtle.Render(" · token: limitscope info"),
+			"  " + st.Accent.Render("PROXY "+a) + st.Subtle.Render(" · token: limitscope info"),
+			"  " + st.Accent.Render("PROXY "+a),
 		}
 	}
-	return fit(left, w)
+	inflight := ""
+	switch n := len(m.ext); {
+	case m.inFlight() && n > 0:
+		inflight = st.Accent.Render(fmt.Sprintf("● in flight (+%d proxied)", n)) + "  "
+	case m.inFlight():
+		inflight = st.Accent.Render("● in flight") + "  "
+	case n > 0:
+		inflight = st.Accent.Render(fmt.Sprintf("● %d proxied", n)) + "  "
+	}
+	for _, px := range proxy {
+		l := left + px
+		lw := ansi.StringWidth(l)
+		nums := []string{m.stats.format(true), m.stats.format(false)}
+		if m.opts.ProxyAddr != "" {
+			nums = append(nums, m.stats.tiny())
+		}
+		for _, n := range nums {
+			right := inflight + st.Subtle.Render(n+" ")
+			gap := w - lw - ansi.StringWidth(right)
+			if gap >= 1 {
+				return l + strings.Repeat(" ", gap) + right
+			}
+		}
+	}
+	return fit(left+proxy[len(proxy)-1], w)
 }
 
 func (m *Model) footer(w int) string {
