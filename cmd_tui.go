@@ -7,9 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/limitscope/limitscope/proxy"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/store"
@@ -30,8 +34,18 @@ var defaultModels = []stream.Target{
 }
 
 // runTUI starts the console: on the simulator when --sim, LIMITSCOPE_SIM or
-// no key at all; on the real providers otherwise.
+// no key at all; on the real providers otherwise. With --proxy ADDR it also
+// serves the proxy (limitscope proxy's endpoint) on the same session, and the
+// screen shows the proxied calls beside typed ones.
 func runTUI(ctx context.Context, a *app, args []string) int {
+	return runConsole(ctx, a, args, tui.Run)
+}
+
+// consoleUI runs the console's screen; tui.Run, or a test's stand-in.
+type consoleUI func(ctx context.Context, opts tui.Options) error
+
+// runConsole is runTUI with the screen given.
+func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	fs := flag.NewFlagSet("limitscope", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	fs.Usage = func() {
@@ -42,6 +56,8 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	var cf callFlags
 	cf.register(fs)
 	mouse := fs.Bool("mouse", false, "capture the mouse (wheel scrolling) from the start")
+	proxyAddr := fs.String("proxy", "", "also serve the proxy (OpenAI/Anthropic-compatible endpoint) on ADDR, e.g. 127.0.0.1:4000; its calls show live here")
+	proxyCfg := fs.String("proxy-config", "", "the proxy's config file (aliases with fallback chains and policies, allowed_hosts); needs --proxy")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -61,6 +77,22 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	if err := cf.validate(); err != nil {
 		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
 		return exitUsage
+	}
+	if *proxyCfg != "" && *proxyAddr == "" {
+		fmt.Fprintln(a.stderr, "limitscope: --proxy-config needs --proxy ADDR")
+		return exitUsage
+	}
+
+	// The proxy fails fast, before the screen takes the terminal: a bad
+	// config, no token, or an address in use is exit 2 with a sentence.
+	var px *consoleProxy
+	if *proxyAddr != "" {
+		var err error
+		if px, err = openConsoleProxy(ctx, a, *proxyAddr, *proxyCfg); err != nil {
+			fmt.Fprintf(a.stderr, "limitscope: --proxy: %v\n", err)
+			return exitUsage
+		}
+		defer px.close()
 	}
 
 	simulated := a.simRequested(cf.session) || !a.anyKey()
@@ -102,8 +134,9 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 		io.Copy(a.stderr, &warnings)
 	}()
 
+	doer := &stream.Router{Client: &stream.Client{Options: cf.stream, Now: a.now}, Endpoints: sess.endpoints}
 	engine := &retry.Engine{
-		Doer:      &stream.Router{Client: &stream.Client{Options: cf.stream, Now: a.now}, Endpoints: sess.endpoints},
+		Doer:      doer,
 		Clock:     a.clock,
 		Cooldowns: hist.cooldowns(),
 		Pacer:     retry.NewPacer(),
@@ -132,11 +165,112 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	if cds, err := hist.cooldowns().List(); err == nil {
 		opts.Cooldowns = cds
 	}
-	if err := tui.Run(ctx, opts); err != nil && !errors.Is(err, context.Canceled) {
+	if px != nil {
+		for name, al := range px.cfg.Aliases {
+			if err := sess.check(al.Chain); err != nil {
+				fmt.Fprintf(&warnings, "limitscope: proxy: warning: alias %q: %v (that target is skipped)\n", name, err)
+			}
+		}
+		// The same session as typed calls: one Doer, clock, pacer,
+		// cooldowns and history recorder.
+		inbox := tui.NewInbox()
+		h, err := proxy.New(proxy.Options{
+			Token:     px.token,
+			Doer:      doer,
+			Clock:     a.clock,
+			Cooldowns: engine.Cooldowns,
+			Pacer:     engine.Pacer,
+			Config:    px.cfg,
+			Available: func(p string) bool { _, ok := sess.endpoints[p]; return ok },
+			Events:    inbox.Event,
+			Record:    hist.sink,
+			Now:       a.now,
+		})
+		if err != nil {
+			fmt.Fprintf(a.stderr, "limitscope: --proxy: %v\n", err)
+			return exitUsage
+		}
+		opts.Inbox, opts.ProxyAddr = inbox, px.addr()
+		px.serve(ctx, h)
+	}
+	err = ui(ctx, opts)
+	if px != nil {
+		// Stop taking proxied calls before the history closes (deferred).
+		if serr := px.stop(); serr != nil {
+			fmt.Fprintf(&warnings, "limitscope: proxy: %v\n", serr)
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// consoleProxy is the proxy served inside the console (--proxy).
+type consoleProxy struct {
+	ln     net.Listener
+	cfg    *proxy.Config
+	token  string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// openConsoleProxy loads the config and the token and opens the listener:
+// everything that can fail before the screen starts.
+func openConsoleProxy(ctx context.Context, a *app, addr, cfgPath string) (*consoleProxy, error) {
+	cfg := &proxy.Config{}
+	if cfgPath != "" {
+		var err error
+		if cfg, err = proxy.LoadConfig(cfgPath); err != nil {
+			return nil, err
+		}
+	}
+	paths, _ := store.ResolvePaths(a.getenv)
+	if paths.ConfigDir == "" {
+		return nil, errors.New("no config folder for the proxy token: set HOME or XDG_CONFIG_HOME")
+	}
+	token, err := proxy.LoadOrCreateToken(proxy.TokenPath(paths.ConfigDir))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := proxy.Listen(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if !proxy.IsLoopback(ln.Addr().String()) {
+		fmt.Fprintf(a.stderr, "limitscope: warning: the proxy listens on %s, not loopback: anyone who can reach it and has the token can spend your keys\n", ln.Addr())
+	}
+	return &consoleProxy{ln: ln, cfg: cfg, token: token}, nil
+}
+
+func (p *consoleProxy) addr() string { return p.ln.Addr().String() }
+
+// serve serves h until stop (or ctx ends).
+func (p *consoleProxy) serve(ctx context.Context, h http.Handler) {
+	sctx, cancel := context.WithCancel(ctx)
+	p.cancel, p.done = cancel, make(chan error, 1)
+	go func() { p.done <- proxy.Serve(sctx, p.ln, h, 2*time.Second) }()
+}
+
+// stop ends serving: calls in flight get a short grace, then are closed.
+func (p *consoleProxy) stop() error {
+	if p.done == nil {
+		return nil
+	}
+	p.cancel()
+	err := <-p.done
+	p.done = nil
+	return err
+}
+
+// close releases the listener when serving never began (an early return).
+func (p *consoleProxy) close() {
+	if p.done == nil {
+		_ = p.ln.Close()
+		return
+	}
+	_ = p.stop()
 }
 
 func historyPath(a *app, db string) (string, error) {

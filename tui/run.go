@@ -16,6 +16,13 @@ func Run(ctx context.Context, opts Options) error {
 	return runProgram(ctx, opts)
 }
 
+// RunWith is Run with extra Bubble Tea program options (an input, an
+// output, a window size, a filter): for end-to-end tests of a command's
+// wiring without a terminal.
+func RunWith(ctx context.Context, opts Options, extra ...tea.ProgramOption) error {
+	return runProgram(ctx, opts, extra...)
+}
+
 // runProgram is Run with extra program options (tests give it input and output).
 func runProgram(ctx context.Context, opts Options, extra ...tea.ProgramOption) error {
 	if opts.Runner == nil {
