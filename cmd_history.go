@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,6 +232,8 @@ type historyFlags struct {
 	since    string
 	limit    int
 	before   uint
+	route    string
+	client   string
 }
 
 func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
@@ -241,6 +244,8 @@ func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
 		fs.StringVar(&hf.outcome, "outcome", "", "only calls that ended so: ok, stopped, deferred, gave_up, failed, cancelled, running")
 		fs.StringVar(&hf.class, "class", "", "only calls with an attempt of this class: ok, quota, caller, rate_limit, overload, server, connection, timeout, cancelled")
 		fs.StringVar(&hf.since, "since", "", "only calls started since an age (2h, 3d) or a date (2026-11-01)")
+		fs.StringVar(&hf.route, "route", "", "only proxied calls whose request named this model (an alias or provider/model)")
+		fs.StringVar(&hf.client, "client", "", "only proxied calls whose client (User-Agent) contains this, case-insensitive")
 		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls (0: all)")
 	}
 }
@@ -253,7 +258,7 @@ func (hf *historyFlags) path(a *app) (string, error) {
 }
 
 func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
-	f := store.Filter{Limit: hf.limit, BeforeID: uint32(hf.before)}
+	f := store.Filter{Limit: hf.limit, BeforeID: uint32(hf.before), Route: hf.route, Client: hf.client}
 	if hf.limit < 0 {
 		return f, errors.New("--limit must be 0 or more")
 	}
@@ -297,6 +302,7 @@ func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
 func historyUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   limitscope history [list] [--provider P] [--outcome O] [--class C] [--since 2h] [--limit N] [--before ID]
+                          [--route R] [--client C]   proxied calls by the model they asked for, their User-Agent
   limitscope history show ID                 one call with each attempt, its waits and its text
   limitscope history stats [filters]         per provider: retries, latency, give-ups, quota stops
   limitscope history export [--format jsonl|csv] [--no-text] [filters]
@@ -385,6 +391,7 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
+	f.Origin = true // proxied calls show their route and client
 	calls, err := (&store.Reader{Path: path}).List(ctx, f)
 	if err != nil {
 		return histFail(a, err)
@@ -407,6 +414,11 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	header := []string{"ID", "STARTED", "TARGET", "SERVED BY", "OUTCOME", "TRIES", "WAITED", "LATENCY", "CLASSES"}
 	if !o.tty {
 		header[6], header[7] = "WAITED_MS", "LATENCY_MS"
+	}
+	// Route and client columns only when a listed call came through the proxy.
+	origin := slices.ContainsFunc(calls, func(c store.Call) bool { return c.Route != "" || c.Client != "" })
+	if origin {
+		header = append(header, "ROUTE", "CLIENT")
 	}
 	var rows [][]histCell
 	for _, c := range calls {
@@ -431,6 +443,13 @@ func historyList(ctx context.Context, a *app, args []string) int {
 			{string(c.Outcome), outcomeColor(c.Outcome)}, {strconv.Itoa(c.Attempts), ""}, {o.dur(c.Waited), ""},
 			{latency, ""}, {strings.Join(classes, ","), ""},
 		})
+		if origin {
+			route, client := orDash(c.Route), orDash(c.Client)
+			if o.tty {
+				client = histClip(client, 32)
+			}
+			rows[len(rows)-1] = append(rows[len(rows)-1], histCell{route, ""}, histCell{client, ansiDim})
+		}
 	}
 	o.table(header, rows)
 	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
@@ -506,6 +525,12 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 	fmt.Fprintf(w, "%s %s\n", label("chain"), strings.Join(chain, " -> "))
 	if c.ServedBy != nil {
 		fmt.Fprintf(w, "%s %s\n", label("served by"), c.ServedBy)
+	}
+	if c.Route != "" {
+		fmt.Fprintf(w, "%s %s\n", label("route"), sanitize.Text(c.Route))
+	}
+	if c.Client != "" {
+		fmt.Fprintf(w, "%s %s\n", label("client"), sanitize.Text(c.Client))
 	}
 	fmt.Fprintf(w, "%s %s", label("started"), c.Started.In(o.loc).Format("2006-01-02 15:04:05.000 MST"))
 	if !c.Ended.IsZero() {
@@ -643,6 +668,14 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 	if !c.HasPrompt && !c.HasText && c.Prompt == "" && c.Text == "" {
 		fmt.Fprintf(w, "\n%s\n", o.paint(ansiDim, "(no text stored for this call)"))
 	}
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func histClip(s string, n int) string {

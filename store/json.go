@@ -40,6 +40,8 @@ type CallJSON struct {
 	ID            uint32          `json:"id"`
 	CallID        string          `json:"call_id,omitempty"`
 	Session       uint32          `json:"session"`
+	Route         string          `json:"route,omitempty"`  // a proxied call's requested model (alias or provider/model)
+	Client        string          `json:"client,omitempty"` // a proxied call's client (User-Agent, scrubbed)
 	StartedAt     string          `json:"started_at"`
 	EndedAt       *string         `json:"ended_at"`
 	Outcome       retry.Outcome   `json:"outcome"`
@@ -115,7 +117,7 @@ func AttemptToJSON(a *retry.Attempt) AttemptJSON {
 // decoded in full, the text when withText.
 func (c *Call) ToJSON(withText bool) CallJSON {
 	j := CallJSON{
-		ID: c.ID, CallID: c.CallID, Session: c.Session, StartedAt: ts(c.Started), EndedAt: tsp(c.Ended),
+		ID: c.ID, CallID: c.CallID, Session: c.Session, Route: c.Route, Client: c.Client, StartedAt: ts(c.Started), EndedAt: tsp(c.Ended),
 		Outcome: c.Outcome, Chain: c.Chain, ServedBy: c.ServedBy, AttemptCount: c.Attempts,
 		Retries: c.Retries(), WaitedMs: ms(c.Waited), TTFTMs: ms(c.TTFT), Classes: c.Classes,
 	}

@@ -39,6 +39,42 @@ type Filter struct {
 	// PromptHead fills each listed Call's Prompt with the prompt's first
 	// PromptHead bytes (cut at a rune), for a list that shows it; List only.
 	PromptHead int
+	// Route keeps proxied calls whose route (the model name the request
+	// asked for) is exactly this; Client those whose client contains this
+	// (case-insensitive). They are not in the summary: a call is then read
+	// in full, which List and Stats otherwise avoid.
+	Route  string
+	Client string
+	// Origin fills each listed Call's Route and Client (List only; Show and
+	// Each always do). It reads each listed call in full.
+	Origin bool
+}
+
+// byOrigin reports whether f needs each call's route and client.
+func (f *Filter) byOrigin() bool { return f.Route != "" || f.Client != "" }
+
+// originMatch reports whether a call with this route and client matches
+// f.Route and f.Client.
+func (f *Filter) originMatch(route, client string) bool {
+	if f.Route != "" && route != f.Route {
+		return false
+	}
+	if f.Client != "" && !strings.Contains(strings.ToLower(client), strings.ToLower(f.Client)) {
+		return false
+	}
+	return true
+}
+
+// readOrigin decodes the route and client of the call record v.
+func readOrigin(k, v []byte) (route, client string, err error) {
+	if len(v) == 0 || v[0] != SchemaVersion {
+		return "", "", nil // schema 1 had none
+	}
+	c, err := decodeCall(k, v, false)
+	if err != nil {
+		return "", "", err
+	}
+	return c.Route, c.Client, nil
 }
 
 // textMatch reports whether the call matches f.Text.
@@ -143,6 +179,14 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			}
 			if !f.match(call) {
 				continue
+			}
+			if f.byOrigin() || f.Origin {
+				if call.Route, call.Client, err = readOrigin(k, v); err != nil {
+					return err
+				}
+				if !f.originMatch(call.Route, call.Client) {
+					continue
+				}
 			}
 			if f.Text != "" || f.PromptHead > 0 {
 				var prompt string
@@ -407,6 +451,15 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 			if f.Provider != "" && string(s.provider) != f.Provider {
 				continue
 			}
+			if f.byOrigin() {
+				route, client, err := readOrigin(k, v)
+				if err != nil {
+					return err
+				}
+				if !f.originMatch(route, client) {
+					continue
+				}
+			}
 			acc := per[string(s.provider)] // no allocation for the lookup
 			if acc == nil {
 				acc = &statAcc{ProviderStats: ProviderStats{Provider: string(s.provider)}}
@@ -476,7 +529,7 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 				if err != nil {
 					return err
 				}
-				if !f.match(call) {
+				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
 					continue
 				}
 				if call.AttemptsList, err = readAttempts(tx, k, call.Started, call.Chain); err != nil {

@@ -147,7 +147,8 @@ func (r *Recorder) Cooldowns() *Cooldowns {
 // waits on the file. After Close, events wait for the next Flush or Close.
 func (r *Recorder) Record(ev retry.Event) { r.record(ev, nil) }
 
-// RecordCall registers call c (its prompt, policy and chain) for its
+// RecordCall registers call c (its prompt, policy, chain, and the route and
+// client a proxied call carries) for its
 // events, which do not carry them: the next event recorded with c.ID takes
 // it. Use it, or Sink, before the engine runs the call. c.ID must be set.
 func (r *Recorder) RecordCall(c retry.Call) {
@@ -162,8 +163,8 @@ func (r *Recorder) RecordCall(c retry.Call) {
 	r.mu.Unlock()
 }
 
-// Sink returns an engine sink for call c that records its prompt and
-// policy with its events, then passes each event to next (which may be nil).
+// Sink returns an engine sink for call c that records its prompt, policy,
+// route and client with its events, then passes each event to next (which may be nil).
 func (r *Recorder) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
 	first := true
 	cc := c
@@ -520,6 +521,8 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 		c := &cs.rec
 		if it.call != nil {
 			c.Policy, c.MaxTokens = it.call.Policy, it.call.MaxTokens
+			// Metadata, kept with --no-content too; never a credential.
+			c.Route, c.Client = cleanOrigin(it.call.Route), cleanOrigin(it.call.Client)
 			if len(c.Chain) == 0 {
 				c.Chain = slices.Clone(it.call.Chain)
 			}

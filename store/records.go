@@ -78,6 +78,13 @@ type Call struct {
 	CooldownHit   bool
 	HasPrompt     bool
 	HasText       bool
+	// Route and Client mark a call that came through the proxy: the model
+	// name the request asked for (an alias or provider/model) and the
+	// caller's User-Agent, scrubbed of key-shaped text and capped at
+	// MaxOriginLen bytes. Empty for a call typed into limitscope, and in
+	// summaries unless the Filter asks for them.
+	Route  string
+	Client string
 	// Filled by Show only.
 	Prompt       string
 	Text         string
@@ -281,6 +288,11 @@ const (
 	cfCooldownHit
 	cfPrompt
 	cfText
+	// cfOrigin: the route and client follow the record's last field. They
+	// were added within schema 2: a record without the flag (every record
+	// written before) simply has none, and a reader that predates them
+	// ignores the flag and the trailing bytes.
+	cfOrigin
 )
 
 // encodeCall writes a call record (schema 2). The summary fields come first
@@ -315,6 +327,9 @@ func encodeCallInto(e *enc, c *Call) {
 	}
 	if c.HasText {
 		f |= cfText
+	}
+	if c.Route != "" || c.Client != "" {
+		f |= cfOrigin
 	}
 	e.byte(f)
 	e.uvarint(uint64(c.Session))
@@ -365,6 +380,10 @@ func encodeCallInto(e *enc, c *Call) {
 		encodePolicy(e, &p)
 	}
 	e.varint(int64(c.MaxTokens))
+	if f&cfOrigin != 0 {
+		e.str(c.Route)
+		e.str(c.Client)
+	}
 }
 
 func encodePolicy(e *enc, p *retry.Policy) {
@@ -467,6 +486,10 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 		d.fail()
 	}
 	c.MaxTokens = d.int()
+	if f&cfOrigin != 0 {
+		c.Route = d.str()
+		c.Client = d.str()
+	}
 	if d.err != nil {
 		return nil, 0, fmt.Errorf("call %d: %w", c.ID, d.err)
 	}
