@@ -168,6 +168,11 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		fallback := ""
 		if served.Provider != "" && served != t.primary {
 			why := t.primaryWhy
+			for _, sk := range res.Skips {
+				if why == "" && sk.Target == t.primary {
+					why = "skipped: its limits need a " + fmtDur(sk.Wait) + " wait (pacing)"
+				}
+			}
 			if why == "" {
 				why = "did not answer"
 			}

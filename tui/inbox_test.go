@@ -229,3 +229,35 @@ func TestFeedCoalescesInterleavedCalls(t *testing.T) {
 		t.Errorf("got  %v\nwant %s", got, want)
 	}
 }
+
+// TestProxiedTargetOutsideTheChainShows: a proxied call to a target the
+// user never picked shows that target, marked as the proxy's, with its
+// state; a typed call whose primary the shared pacer skipped says so.
+func TestProxiedTargetOutsideTheChainShows(t *testing.T) {
+	in := NewInbox()
+	deepseek := stream.Target{Provider: "deepseek", Model: "deepseek-chat"}
+	skipped := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(anthropic)
+		e.say("ok")
+		a.Status = 200
+		e.finish(a)
+		res := retry.Result{CallID: e.c.ID, Outcome: retry.OutcomeOK, ServedBy: &anthropic, Attempts: e.attempts, Text: "ok",
+			Skips: []retry.Skip{{Target: openai, Wait: 17 * time.Second}}, Ended: e.clock.Now()}
+		cp := res
+		e.emit(retry.Event{Kind: retry.EventCallEnd, Result: &cp})
+		return res
+	}
+	h := newHarness(t, 120, 40, Options{Inbox: in}, skipped)
+	e := proxied(in, h.clock, retry.Call{ID: "d1", Chain: []stream.Target{deepseek}, Prompt: "hi"})
+	e.start(deepseek)
+	h.until("the proxied call", func() bool { return h.m.ext[extPrefix+"d1"] != nil && h.m.targets.get(deepseek).busy() != "" })
+	if s := h.screen(); !strings.Contains(s, "deepseek/deepseek-chat") || !strings.Contains(s, "via proxy (not in your chain)") {
+		t.Errorf("the proxy's target is not shown:\n%s", s)
+	}
+	h.typeText("typed")
+	h.press("enter")
+	h.idle()
+	if s := h.screen(); !strings.Contains(s, "fallback: primary openai/gpt-5.4-mini skipped: its limits need a 17s wait") {
+		t.Errorf("the skip is not explained:\n%s", s)
+	}
+}

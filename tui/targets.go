@@ -422,9 +422,6 @@ func (p *targetsPane) label(i int, s *targetState) string {
 	if i < p.inChain {
 		n = fmt.Sprintf("%d ", i+1)
 	}
-	if s.proxied && i >= p.inChain {
-		return mark + n + s.info.Target.String() + " (proxy)"
-	}
 	return mark + n + s.info.Target.String()
 }
 
@@ -445,6 +442,9 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 		if g := gaugeBrief(s.limits, now); g != "" {
 			extra = " · " + g
 		}
+	}
+	if s.proxied && i >= p.inChain {
+		extra += " · via proxy"
 	}
 	name := fit(p.label(i, s), min(36, w/2))
 	if p.focused && i == p.cursor {
@@ -483,6 +483,9 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 	out := []string{head}
 	ind := "  "
 	iw := w - 2
+	if s.proxied && i >= p.inChain {
+		out = append(out, ind+st.Subtle.Render(fit("via proxy (not in your chain)", iw)))
+	}
 	switch word {
 	case "NO KEY":
 		out = append(out, ind+st.Subtle.Render(fit("unavailable: set "+s.info.Missing, iw)))

@@ -177,10 +177,11 @@ func (m *Model) welcome() []string {
 	}
 	if a := m.opts.ProxyAddr; a != "" {
 		out = append(out, "",
-			"  The proxy listens on http://"+a+": point an app's SDK at it and its calls",
-			"  show here as they happen, beside your prompts:",
-			st.Subtle.Render("    OPENAI_BASE_URL=http://"+a+"/v1   ANTHROPIC_BASE_URL=http://"+a),
-			st.Subtle.Render("    API key: the proxy's token (limitscope info shows it)"))
+			"  The proxy listens on http://"+a+". Point an app's SDK at it:",
+			st.Subtle.Render("    OPENAI_BASE_URL=http://"+a+"/v1"),
+			st.Subtle.Render("    ANTHROPIC_BASE_URL=http://"+a),
+			st.Subtle.Render("    API key: the proxy's token (limitscope info shows it)"),
+			"  Its calls show here as they happen, beside your prompts.")
 	}
 	out = append(out, "", st.Subtle.Render("  ? lists every key (tab out of the input first)."))
 	for _, t := range m.targets.list {
