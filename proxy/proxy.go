@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -456,5 +457,5 @@ func (h *Handler) logCall(c retry.Call, res retry.Result) {
 		served = res.ServedBy.String()
 	}
 	h.o.Logf("proxy: call %s model=%q client=%q outcome=%s served_by=%s attempts=%d took=%s",
-		c.ID, c.Route, c.Client, res.Outcome, served, len(res.Attempts), res.Ended.Sub(res.Started).Round(time.Millisecond))
+		c.ID, sanitize.Text(sanitize.Secrets(c.Route)), sanitize.Text(sanitize.Secrets(c.Client)), res.Outcome, served, len(res.Attempts), res.Ended.Sub(res.Started).Round(time.Millisecond))
 }

@@ -133,3 +133,16 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+func TestSecrets(t *testing.T) {
+	for in, want := range map[string]string{
+		"my-app/1.0 (key sk-proj-ABCDEFGHIJKLMNOPQRSTUV)":               "my-app/1.0 (key [redacted])",
+		"GET /v1beta/models?key=AIzaSyABCDEFGHIJKLMNOPQRSTUVWXYZ012345": "GET /v1beta/models?key=[redacted]",
+		"Authorization: Bearer lsp-0123456789abcdef0123":                "Authorization: Bearer [redacted]",
+		"openai-python/1.99.0":                                          "openai-python/1.99.0",
+	} {
+		if got := Secrets(in); got != want {
+			t.Errorf("Secrets(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
