@@ -121,7 +121,7 @@ func rowText(r *logRow, narrow bool) string {
 		if w.Asked > 0 {
 			src = "asked " + fmtDur(w.Asked) + " (" + src + ")"
 		}
-		return fmt.Sprintf("%s  %-9s %-35s %s · %s", ts, w.Target.Provider, what, src, oneLine(w.Reason))
+		return fmt.Sprintf("%s  %-9s %-35s %s%s · %s", ts, w.Target.Provider, what, proxyTag(r), src, oneLine(w.Reason))
 	}
 	a := &r.attempt
 	status := "-"
@@ -156,6 +156,7 @@ func rowText(r *logRow, narrow bool) string {
 	if rid == "" {
 		rid = "-"
 	}
+	rid = proxyTag(r) + rid
 	return fmt.Sprintf("%s  %-9s %-3s %-10s %-20s %-28s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
 }
 
@@ -168,10 +169,10 @@ func compactRow(r *logRow) string {
 		if w.Pacing {
 			what = "pace "
 		}
-		return fmt.Sprintf("%s %-9s %s%s (%s)", ts, w.Target.Provider, what, fmtDur(w.Duration), w.Source)
+		return fmt.Sprintf("%s %s%-9s %s%s (%s)", ts, proxyTag(r), w.Target.Provider, what, fmtDur(w.Duration), w.Source)
 	}
 	a := &r.attempt
-	s := fmt.Sprintf("%s %-9s ", ts, a.Target.Provider)
+	s := fmt.Sprintf("%s %s%-9s ", ts, proxyTag(r), a.Target.Provider)
 	if a.Status != 0 {
 		s += fmt.Sprint(a.Status) + " "
 	}
@@ -208,4 +209,13 @@ func (r *logRow) render(w int, st *theme.Styles) string {
 	default:
 		return st.Warn.Render(t)
 	}
+}
+
+// proxyTag marks a proxied call's row: "proxy 88cff6f3 " (its id, short);
+// "" for a typed call's.
+func proxyTag(r *logRow) string {
+	if !isExt(r.callID) {
+		return ""
+	}
+	return "proxy " + shortID(strings.TrimPrefix(r.callID, extPrefix)) + " "
 }

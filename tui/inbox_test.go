@@ -160,7 +160,7 @@ func TestProxiedCallsBesideATypedCall(t *testing.T) {
 	}
 	s = h.screen()
 	for _, want := range []string{"calls 3 (2 proxied)", "PROXY http://127.0.0.1:4999 · token: limitscope info", "⏳ waited 20s for openai (it asked 20s, retry-after)",
-		"Retrying openai after a wait.", "served by openai/gpt-5.4-mini"} {
+		"Retrying openai after a wait.", "served by openai/gpt-5.4-mini", "proxy aaaaaaaa -", "proxy 140200-1"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
