@@ -49,14 +49,27 @@ func (b *Inbox) Event(c retry.Call, ev retry.Event) {
 			id:     ev.CallID,
 			short:  shortID(id),
 			prompt: sanitize.Text(c.Prompt),
-			route:  sanitize.Text(c.Route),
-			client: sanitize.Text(c.Client),
+			route:  label(c.Route),
+			client: label(c.Client),
 			chain:  append([]stream.Target(nil), c.Chain...),
 			at:     at,
 		})
 		return
 	}
 	b.f.add(ev)
+}
+
+// maxLabel caps a client's user agent or route on the screen.
+const maxLabel = 80
+
+// label makes a caller's user agent or route safe to show: no escape
+// sequence, nothing shaped like a key, one line, capped.
+func label(s string) string {
+	s = oneLine(sanitize.Secrets(sanitize.Text(s)))
+	if r := []rune(s); len(r) > maxLabel {
+		s = string(r[:maxLabel-1]) + "…"
+	}
+	return s
 }
 
 // extStartMsg says a proxied call began: what the screen shows about it

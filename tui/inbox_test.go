@@ -261,3 +261,18 @@ func TestProxiedTargetOutsideTheChainShows(t *testing.T) {
 		t.Errorf("the skip is not explained:\n%s", s)
 	}
 }
+
+// TestProxiedCallLabelsAreSafe: a client's user agent and route reach the
+// screen without escape sequences or anything shaped like a key, capped.
+func TestProxiedCallLabelsAreSafe(t *testing.T) {
+	in := NewInbox()
+	h := newHarness(t, 120, 40, Options{Inbox: in})
+	key := "sk-proj-" + strings.Repeat("A1b2C3d4", 6)
+	proxied(in, h.clock, retry.Call{ID: "s1", Chain: []stream.Target{openai}, Prompt: "hi",
+		Client: "evil/1.0 \x1b]52;c;aGk=\x07 " + key + strings.Repeat(" pad", 100), Route: "fast\x1b[2J"})
+	h.until("the call", func() bool { return turnOf(h.m, extPrefix+"s1") != nil })
+	o := turnOf(h.m, extPrefix+"s1").origin
+	if strings.ContainsRune(o, '\x1b') || strings.Contains(o, key) || len([]rune(o)) > 2*maxLabel+40 {
+		t.Errorf("origin = %q", o)
+	}
+}
