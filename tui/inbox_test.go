@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -172,7 +174,7 @@ func TestProxiedCallsBesideATypedCall(t *testing.T) {
 // only; a proxied call belongs to its client.
 func TestProxiedCallCannotBeCancelledFromTheConsole(t *testing.T) {
 	in := NewInbox()
-	h := newHarness(t, 120, 40, Options{Inbox: in})
+	h := newHarness(t, 120, 40, Options{Inbox: in, ProxyAddr: "127.0.0.1:4999", Simulated: true, Scenario: "calm"})
 	c := retry.Call{ID: "p1", Chain: []stream.Target{openai}, Prompt: "hi"}
 	e := proxied(in, h.clock, c)
 	e.start(openai)
@@ -184,6 +186,13 @@ func TestProxiedCallCannotBeCancelledFromTheConsole(t *testing.T) {
 	}
 	if s := h.screen(); !strings.Contains(s, "● 1 proxied") || !strings.Contains(s, "STREAMING") {
 		t.Errorf("screen:\n%s", s)
+	}
+	for _, size := range [][2]int{{80, 24}, {60, 16}, {200, 50}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.checkFrame()
+		if s := h.screen(); !strings.Contains(s, "via proxy") || !strings.Contains(s, "PROXY ") {
+			t.Errorf("%dx%d: the proxied call is not shown:\n%s", size[0], size[1], s)
+		}
 	}
 }
 
