@@ -211,7 +211,7 @@ func errorStep(data string) step {
 // empty choices after it, and data: [DONE].
 type openaiDecoder struct{ decoded }
 
-func (d *openaiDecoder) handle(typ, data string) step {
+func (d *openaiDecoder) handleMap(typ, data string) step {
 	trimmed := strings.TrimSpace(data)
 	if strings.HasPrefix(trimmed, "[DONE]") {
 		return step{done: true, finished: d.finish != "", recognize: true}
@@ -294,7 +294,7 @@ func contentText(raw json.RawMessage) string {
 // message_delta, message_stop, ping and error.
 type anthropicDecoder struct{ decoded }
 
-func (d *anthropicDecoder) handle(typ, data string) step {
+func (d *anthropicDecoder) handleMap(typ, data string) step {
 	m := obj(data)
 	if typ == "" && m != nil {
 		typ = jsonString(m["type"])
@@ -364,7 +364,7 @@ func (d *anthropicDecoder) handle(typ, data string) step {
 // object on a data: line or (see geminiBareReader) on its own.
 type geminiDecoder struct{ decoded }
 
-func (d *geminiDecoder) handle(_, data string) step {
+func (d *geminiDecoder) handleMap(_, data string) step {
 	m := obj(strings.TrimSpace(data))
 	if m == nil {
 		return step{}
