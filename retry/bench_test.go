@@ -65,3 +65,40 @@ func BenchmarkPermit(b *testing.B) {
 		pm.Done(&r, t0)
 	}
 }
+
+// flipDoer answers a 429 with retry-after, then a success, in turn.
+type flipDoer struct {
+	n   *int
+	err stream.Result
+}
+
+func (d flipDoer) Do(context.Context, stream.Request, func(string)) stream.Result {
+	*d.n++
+	if *d.n%2 == 1 {
+		return d.err
+	}
+	return stream.Result{Status: 200, Text: "ok"}
+}
+func (flipDoer) Scope(t stream.Target, s stream.Scope) string { return string(s) + ":" + t.String() }
+
+// BenchmarkRunRetry is a call whose first attempt is a 429 with a
+// retry-after: one retry decision (classify, wait from the server's delay,
+// cooldown bookkeeping, events) on top of BenchmarkRun; the difference of the
+// two is the decision's cost. The clock's sleep returns at once.
+func BenchmarkRunRetry(b *testing.B) {
+	n := 0
+	e := &retry.Engine{Doer: flipDoer{n: &n, err: rateLimited429()}, Clock: constClock{t0}}
+	c := call(A)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.Run(ctx, c, nil); r.Outcome != retry.OutcomeOK || len(r.Attempts) != 2 {
+			b.Fatalf("outcome %v after %d attempts", r.Outcome, len(r.Attempts))
+		}
+	}
+}
+
+func rateLimited429() stream.Result {
+	return stream.Result{Status: 429, Err: &stream.Error{Status: 429, Class: stream.ClassRateLimit,
+		Delay: time.Second, DelaySource: stream.SourceRetryAfter, Message: "rate limited"}}
+}
