@@ -138,6 +138,7 @@ description = every provider healthy, documented default limits, no faults
 `},
 	{"bench", `
 description = for limitscope bench: 300 requests per minute with a burst of 5 (a bucket refilling 5 a second), generous token limits, short fast answers, no faults
+# every provider but DeepSeek, which documents no rate limit
 [*]
 rpm = 300
 burst = 5
@@ -150,6 +151,8 @@ itpm = 1000000
 otpm = 1000000
 [groq]
 tpd = 0
+[deepseek]
+rpm = 0
 `},
 	{"busy", `
 description = near the limits: low per-minute limits, the acceleration limit on, occasional 429s with retry-after
