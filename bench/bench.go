@@ -168,7 +168,7 @@ type callFunc func(ctx context.Context, i int) retry.Outcome
 func RunPolicy(ctx context.Context, cfg Config, policy string, doer retry.Doer) (PolicyResult, *stream.Limits) {
 	clock := cfg.Clock
 	if clock == nil {
-		clock = wallClock{}
+		clock = retry.WallClock{}
 	}
 	rnd := cfg.Rand
 	if rnd == nil {
@@ -309,22 +309,3 @@ func percentiles(ds []time.Duration) Latency {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-// wallClock is the real clock.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -34,7 +34,7 @@ type RealEnv struct {
 func (e *RealEnv) Prepare(ctx context.Context, policy string, prev *stream.Limits) (retry.Doer, func(), error) {
 	clock := e.Clock
 	if clock == nil {
-		clock = wallClock{}
+		clock = retry.WallClock{}
 	}
 	capWait := e.MaxRecoveryWait
 	if capWait <= 0 {

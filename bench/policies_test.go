@@ -102,7 +102,7 @@ func TestSDKDefault(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				d := &fakeDoer{fn: always(c.answer)}
-				l := loop{doer: d, clock: wallClock{}, rand: half()}
+				l := loop{doer: d, clock: retry.WallClock{}, rand: half()}
 				got := l.sdkDefault(t.Context(), stream.Request{Target: target})
 				if got.outcome != c.outcome {
 					t.Errorf("outcome %s, want %s", got.outcome, c.outcome)
@@ -138,7 +138,7 @@ func TestSDKDefaultRecovers(t *testing.T) {
 			}
 			return ok()
 		}}
-		l := loop{doer: d, clock: wallClock{}, rand: half()}
+		l := loop{doer: d, clock: retry.WallClock{}, rand: half()}
 		if got := l.sdkDefault(t.Context(), stream.Request{Target: target}); got.outcome != retry.OutcomeOK || d.n != 2 {
 			t.Fatalf("outcome %s after %d requests, want ok after 2", got.outcome, d.n)
 		}
@@ -148,7 +148,7 @@ func TestSDKDefaultRecovers(t *testing.T) {
 func TestNaive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fakeDoer{fn: always(quota())}
-		l := loop{doer: d, clock: wallClock{}, rand: half()}
+		l := loop{doer: d, clock: retry.WallClock{}, rand: half()}
 		got := l.naive(t.Context(), stream.Request{Target: target})
 		if got.outcome != retry.OutcomeStopped || d.n != 5 {
 			t.Fatalf("outcome %s after %d requests, want stopped after 5", got.outcome, d.n)
@@ -164,7 +164,7 @@ func TestNaive(t *testing.T) {
 func TestNested(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &fakeDoer{fn: always(rateLimited(0))}
-		l := loop{doer: d, clock: wallClock{}, rand: half()}
+		l := loop{doer: d, clock: retry.WallClock{}, rand: half()}
 		start := time.Now()
 		got := l.nested(t.Context(), stream.Request{Target: target})
 		if got.outcome != retry.OutcomeGaveUp || d.n != 9 {
@@ -181,7 +181,7 @@ func TestCancelledWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		d := &fakeDoer{fn: always(rateLimited(30 * time.Second))}
-		l := loop{doer: d, clock: wallClock{}, rand: half()}
+		l := loop{doer: d, clock: retry.WallClock{}, rand: half()}
 		time.AfterFunc(time.Second, cancel)
 		got := l.naive(ctx, stream.Request{Target: target})
 		if got.outcome != retry.OutcomeCancelled || d.n != 2 {
