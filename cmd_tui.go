@@ -153,6 +153,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		Now:       a.now,
 		NoColor:   a.getenv("NO_COLOR") != "",
 		Mouse:     *mouse,
+		Curl:      sess.curl(cf.maxTokens),
 	}
 	if sess.running != nil {
 		opts.Faults = simFaults{srv: sess.running.Server}
@@ -376,4 +377,26 @@ func (h storeHistory) Show(ctx context.Context, id string) (tui.CallDetail, erro
 	}
 	return tui.CallDetail{CallSummary: summary(c), Prompt: c.Prompt, Attempts: c.AttemptsList,
 		Waits: store.WaitsOf(c.AttemptsList), Text: c.Text}, nil
+}
+
+// curl renders an attempt as the curl command that repeats it: the real
+// request, with the key as a reference to its variable ($OPENAI_API_KEY), or
+// the simulator's fake key in a simulated session.
+func (s *session) curl(maxTokens int) func(at retry.Attempt, prompt string) string {
+	return func(at retry.Attempt, prompt string) string {
+		ep, ok := s.endpoints[at.Target.Provider]
+		if !ok {
+			return ""
+		}
+		keyText := sim.FakeKey
+		if !s.simulated {
+			info, _ := stream.Provider(at.Target.Provider)
+			keyText = "$" + info.KeyEnv[0]
+		}
+		cmd, err := stream.Curl(ep, stream.Request{Target: at.Target, Prompt: prompt, MaxTokens: maxTokens}, keyText)
+		if err != nil {
+			return ""
+		}
+		return cmd
+	}
 }
