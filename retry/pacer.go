@@ -29,12 +29,25 @@ import (
 //     success until a response's headers tell the limit or a 429 arrives),
 //     halving on a rate_limit or overload answer and growing back by about
 //     one per limit's worth of successes (AIMD), never above MaxConcurrency
-//     and, with Ramp, never faster than the ramp rule allows.
+//     and, with Ramp, never faster than the ramp rule allows;
+//   - for a target whose answers carry no per-minute requests window (no
+//     rate-limit headers at all, or only a daily requests budget), a
+//     request rate learned from its 429s (AIMD on the rate): no limit until
+//     the first rate_limit 429 after a success, which sets the rate to the
+//     successes seen over the last RateWindow; each later 429 cuts it to
+//     that too, but by no more than half and no less than 10%, once per
+//     round of requests; each success grows it additively, by about
+//     RateGrowth requests per second every second. The learned rate
+//     spreads requests through the same bucket as a rate from headers, and
+//     a server's delay still holds every request. A target whose answers do
+//     carry a per-minute requests window is paced from the headers alone.
 type Pacer struct {
 	SlowStart      int           // concurrency before the first headers (default 2)
 	MaxConcurrency int           // ceiling of the concurrency limit (default 64)
 	Burst          time.Duration // requests let through at once, in refill time (default 1s: one second's worth)
 	Ramp           *Ramp         // nil: no ramp rule
+	RateWindow     time.Duration // learned rate: successes counted over this span at a 429 (default 1s)
+	RateGrowth     float64       // learned rate: additive growth, requests/s per second (default 0.25)
 
 	mu    sync.Mutex
 	gates map[string]*gate
@@ -74,6 +87,7 @@ type PaceState struct {
 	Rate        float64   // estimated refill, requests per second; 0 when unknown
 	HoldUntil   time.Time // no request before this (zero: none)
 	Known       bool      // a response's headers told the limit
+	RateLearned bool      // Rate was learned from 429s, not read from headers
 }
 
 // gate is one target's pacing state; guarded by Pacer.mu.
@@ -104,6 +118,12 @@ type gate struct {
 	holdAsked time.Duration
 
 	avgTok, avgIn, avgOut float64 // tokens per request, smoothed
+
+	// learned rate (no per-minute requests window in the headers)
+	headerRate bool        // a per-minute requests window was seen: no learning
+	learned    bool        // rate was learned from 429s
+	rateCut    uint64      // seq when the learned rate was last cut
+	succ       []time.Time // answer times of recent successes, oldest first
 }
 
 func (p *Pacer) slowStart() float64 {
@@ -167,7 +187,8 @@ func (p *Pacer) State(t stream.Target) PaceState {
 			h = x
 		}
 	}
-	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known}
+	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known,
+		RateLearned: g.learned}
 }
 
 // Permit is one request's place at a target's gate: a concurrency slot from
@@ -256,7 +277,11 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 		if r := g.tat.Add(-tau); r.After(ready) {
 			ready = r
 			pc.Source, pc.Asked = stream.SourceReset, 0
-			pc.Reason = fmt.Sprintf("%s refills about %.3g requests/s; next fits in %s (reset)", g.name, g.rate, fmtDur(ready.Sub(now)))
+			if g.learned {
+				pc.Reason = fmt.Sprintf("%s took about %.3g requests/s before its 429s; next fits in %s", g.name, g.rate, fmtDur(ready.Sub(now)))
+			} else {
+				pc.Reason = fmt.Sprintf("%s refills about %.3g requests/s; next fits in %s (reset)", g.name, g.rate, fmtDur(ready.Sub(now)))
+			}
 		}
 		pm.reserved = true
 		pm.tatBefore = g.tat
@@ -351,6 +376,14 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 		g.avgTok = ewma(g.avgTok, in+out)
 	}
 
+	if !r.Limits.Empty() && r.Limits.Requests != nil && r.Limits.Requests.HasRemaining && !r.Limits.Requests.PerDay {
+		// The headers tell the requests window: pace from them alone.
+		g.headerRate, g.learned, g.succ = true, false, nil
+	}
+	if !g.headerRate {
+		p.learnRateLocked(g, seq, r, now)
+	}
+
 	serverDelay := e != nil && serverSource(e.DelaySource) && e.Delay > 0 &&
 		e.Class != stream.ClassQuota && e.Class != stream.ClassCaller
 	if serverDelay {
@@ -408,6 +441,75 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 			p.grow(g, g.limit+1/g.limit, now)
 		}
 	}
+}
+
+func (p *Pacer) rateWindow() time.Duration {
+	if p.RateWindow > 0 {
+		return p.RateWindow
+	}
+	return time.Second
+}
+
+func (p *Pacer) rateGrowth() float64 {
+	if p.RateGrowth > 0 {
+		return p.RateGrowth
+	}
+	return 0.25
+}
+
+// minLearnedRate is the floor of a learned rate, requests per second.
+const minLearnedRate = 1.0 / 60
+
+// learnRateLocked is the rate AIMD of a gate whose answers carry no
+// per-minute requests window: r, the answer to the request numbered seq,
+// received at now, cuts the rate (a rate_limit 429) or grows it (a
+// success).
+func (p *Pacer) learnRateLocked(g *gate, seq uint64, r *stream.Result, now time.Time) {
+	e := r.Err
+	win := p.rateWindow()
+	cutoff := now.Add(-win)
+	i := 0
+	for i < len(g.succ) && !g.succ[i].After(cutoff) {
+		i++
+	}
+	g.succ = g.succ[i:]
+	switch {
+	case e == nil:
+		g.succ = append(g.succ, now)
+		if g.learned {
+			// Additive increase: about RateGrowth requests/s per second.
+			g.rate += p.rateGrowth() / g.rate
+			p.setBurstLocked(g)
+		}
+	case e.Class == stream.ClassRateLimit:
+		if g.learned && seq <= g.rateCut {
+			return // sent before the last cut: the same round of requests
+		}
+		observed := float64(len(g.succ)) / win.Seconds()
+		var rate float64
+		if g.rate <= 0 || !g.learned {
+			// The first 429: what got through over the last window. With
+			// nothing through there is nothing to learn from yet: the
+			// server's delay, the backoff and the concurrency limit act.
+			if observed <= 0 {
+				return
+			}
+			rate = observed
+		} else {
+			// What got through, but never more than 90% of the rate
+			// that drew the 429 and never less than half of it.
+			rate = math.Min(math.Max(observed, g.rate/2), g.rate*0.9)
+		}
+		g.rate = math.Max(rate, minLearnedRate)
+		g.learned = true
+		g.rateCut = g.seq
+		p.setBurstLocked(g)
+	}
+}
+
+// setBurstLocked sizes a learned rate's burst: Burst's worth of it.
+func (p *Pacer) setBurstLocked(g *gate) {
+	g.burst = math.Max(1, math.Floor(g.rate*p.burstTime().Seconds()))
 }
 
 // grow raises the concurrency limit towards to, within MaxConcurrency and
