@@ -523,3 +523,36 @@ func historyCall(i int, t0 time.Time) (retry.Call, []retry.Event) {
 	evs = append(evs, retry.Event{Kind: retry.EventCallEnd, CallID: id, Time: now, Result: res})
 	return call, evs
 }
+
+func TestE2EHistoryShowsTheAnsweredCall(t *testing.T) {
+	e := firstStart(t)
+	e.send("Where did the tokens go?")
+	e.waitText("Where did the tokens go?")
+	e.send("\r")
+	e.waitText("served by")
+	shown := e.screen()
+	e.send("\t")
+	e.waitScreen("the input left", func(s string) bool { return s != shown })
+	// The call is committed to the history when it ends, which may be
+	// just after its answer shows: reopen the view until it is listed.
+	deadline := time.Now().Add(e2eDeadline)
+	for {
+		e.send("h")
+		s := e.waitScreen("the history view", func(s string) bool {
+			return strings.Contains(s, "/ filters") && !strings.Contains(s, "Loading…")
+		})
+		if strings.Contains(s, "Where did the tokens go?") && strings.Contains(s, "1 att") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the answered call is not in the history view; screen:\n%s", s)
+		}
+		e.send("\x1b") // back; the next key waits for the screen to change
+		e.waitScreen("the history view closed", func(s string) bool { return !strings.Contains(s, "/ filters") })
+	}
+	e.send("\r")
+	s := e.waitText("served by openai/gpt-5.4-mini", "1 attempts")
+	if !strings.Contains(s, "> Where did the tokens go?") {
+		t.Errorf("the opened call lacks its prompt:\n%s", s)
+	}
+}
