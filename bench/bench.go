@@ -279,6 +279,10 @@ func policyCall(cfg Config, policy string, doer retry.Doer, clock retry.Clock, r
 			pacer = defaultPacer()
 		}
 		eng := &retry.Engine{Doer: doer, Clock: clock, Pacer: pacer, Rand: rnd}
+		if c, ok := doer.(*Counter); ok {
+			c.learnsVia = true
+			eng.Cooldowns = learningCooldowns{Cooldowns: retry.NewMemoryCooldowns(), counter: c}
+		}
 		return func(ctx context.Context, i int) retry.Outcome {
 			res := eng.Run(ctx, retry.Call{
 				ID:        fmt.Sprintf("bench-%s-%d", policy, i+1),

@@ -22,7 +22,14 @@ type Counter struct {
 	afterQuota  int
 	byStatus    map[int]int
 	quotaScopes map[string]bool
-	last        *stream.Limits
+	// learnsVia, when set, means the policy learns of a quota stop through
+	// its cooldowns (MarkQuota), not at the moment the answer returns: a
+	// request it had already decided to send when another worker's quota
+	// answer came back is in flight, not sent "after" the error was seen.
+	learnsVia bool
+	seen      map[string]bool // learnsVia: scopes whose quota answer came back
+	afterSeen int             // learnsVia: requests sent after such an answer
+	last      *stream.Limits
 }
 
 // Counts is a Counter's tally.
@@ -37,7 +44,7 @@ type Counts struct {
 
 // NewCounter wraps next.
 func NewCounter(next retry.Doer) *Counter {
-	return &Counter{next: next, byStatus: map[int]int{}, quotaScopes: map[string]bool{}}
+	return &Counter{next: next, byStatus: map[int]int{}, quotaScopes: map[string]bool{}, seen: map[string]bool{}}
 }
 
 // Do counts the request, sends it through the wrapped Doer and counts the
@@ -49,6 +56,9 @@ func (c *Counter) Do(ctx context.Context, req stream.Request, onText func(string
 	c.requests++
 	if c.quotaScopes[acct] || c.quotaScopes[tgt] {
 		c.afterQuota++
+	}
+	if c.seen[acct] || c.seen[tgt] {
+		c.afterSeen++
 	}
 	c.mu.Unlock()
 
@@ -63,12 +73,14 @@ func (c *Counter) Do(ctx context.Context, req stream.Request, onText func(string
 	if res.Err != nil {
 		c.wasted++
 		if res.Err.Class == stream.ClassQuota {
+			scope := acct // an account-wide stop, or one whose scope is unknown: the safe reading
 			if res.Err.Scope == stream.ScopeTarget {
-				c.quotaScopes[tgt] = true
+				scope = tgt
+			}
+			if c.learnsVia {
+				c.seen[scope] = true
 			} else {
-				// An account-wide stop, or one whose scope is unknown: the
-				// account is the safe reading.
-				c.quotaScopes[acct] = true
+				c.quotaScopes[scope] = true
 			}
 		}
 	}
@@ -89,11 +101,20 @@ func (c *Counter) Counts() Counts {
 	for k, v := range c.byStatus {
 		by[k] = v
 	}
+	after := c.afterQuota
+	for scope := range c.seen {
+		if !c.quotaScopes[scope] {
+			// A quota answer the policy never recorded: it did not learn,
+			// so count from the moment the answer came back.
+			after = c.afterSeen
+			break
+		}
+	}
 	return Counts{
 		Requests:           c.requests,
 		Rejected:           c.rejected,
 		Wasted:             c.wasted,
-		RequestsAfterQuota: c.afterQuota,
+		RequestsAfterQuota: after,
 		ByStatus:           by,
 		Limits:             c.last,
 	}
@@ -111,4 +132,24 @@ func LimitPerSecond(l *stream.Limits) (float64, bool) {
 		unit = 24 * time.Hour
 	}
 	return float64(l.Requests.Limit) / unit.Seconds(), true
+}
+
+// MarkQuota records that the policy has learned of a quota stop on scope
+// (as its cooldowns name it): every request sent to that scope from now on
+// counts as sent after the quota error.
+func (c *Counter) MarkQuota(scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.quotaScopes[scope] = true
+}
+
+// learningCooldowns tells the counter when the engine learns of a quota stop.
+type learningCooldowns struct {
+	retry.Cooldowns
+	counter *Counter
+}
+
+func (l learningCooldowns) Set(cd retry.Cooldown) error {
+	l.counter.MarkQuota(cd.Scope)
+	return l.Cooldowns.Set(cd)
 }
