@@ -283,9 +283,23 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 		return nil, 0, stepRetry
 	}
 	asked := r.clock.Now()
-	permit, err := p.Acquire(r.ctx, t)
+	// A wait for a concurrency slot is a wait like any other: the deadline
+	// bounds it (its length is not known ahead, so it is bounded, not
+	// announced).
+	actx, cancel := context.WithTimeout(r.ctx, r.deadline.Sub(asked))
+	permit, err := p.Acquire(actx, t)
+	cancel()
 	if err != nil {
-		r.cancelled(err)
+		if r.ctx.Err() != nil {
+			r.cancelled(r.ctx.Err())
+			return nil, 0, stepDone
+		}
+		reason := fmt.Sprintf("no concurrency slot for %s before the deadline", t)
+		if next {
+			r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: r.clock.Now().Sub(asked), Reason: reason})
+			return nil, 0, stepFailover
+		}
+		r.finish(OutcomeGaveUp, r.lastOr(stream.ClassTimeout, reason))
 		return nil, 0, stepDone
 	}
 	now := r.clock.Now()
