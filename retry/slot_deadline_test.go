@@ -30,7 +30,9 @@ func TestSlotWaitBoundedByDeadline(t *testing.T) {
 		pol.Deadline = 5 * time.Second
 
 		holder := make(chan retry.Result)
-		go func() { holder <- eng.Run(t.Context(), retry.Call{Chain: []stream.Target{a}, Prompt: "x", Policy: pol}, nil) }()
+		go func() {
+			holder <- eng.Run(t.Context(), retry.Call{Chain: []stream.Target{a}, Prompt: "x", Policy: pol}, nil)
+		}()
 		synctest.Wait() // the first call holds the slot
 
 		start := time.Now()
