@@ -24,16 +24,21 @@ type answerPlan struct {
 	ids     uint64
 }
 
-// breakAt is the piece index where a cut or mid-stream error happens
-// (about half-way, at least one piece in); -1 for a clean stream.
-func (a *answerPlan) breakAt(n int) int {
+// upToBreak returns the pieces sent before a cut, a mid-stream error or a
+// stall (half of them, at least one; one for a stall), and whether the
+// stream breaks at all.
+func (a *answerPlan) upToBreak(ps []string) ([]string, bool) {
+	brk := -1
 	switch a.d.kind {
 	case FaultCut, FaultMidStream:
-		return max(1, n/2)
+		brk = max(1, len(ps)/2)
 	case FaultHang:
-		return 1
+		brk = 1
 	}
-	return -1
+	if brk < 0 {
+		return ps, false
+	}
+	return ps[:min(brk, len(ps))], true
 }
 
 func (a *answerPlan) id(prefix, set string, n int) string {
@@ -175,10 +180,7 @@ func (s *Server) streamOpenAI(ctx context.Context, o *sseOut, a *answerPlan, cfg
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
-	pieces, brk := a.pieces, a.breakAt(len(a.pieces))
-	if brk >= 0 {
-		pieces = pieces[:min(brk, len(pieces))]
-	}
+	pieces, _ := a.upToBreak(a.pieces)
 	ok := s.paced(ctx, o, a, pieces, func(p string) {
 		c := chunk
 		c.Choices = []oaChoice{{Delta: oaDelta{Content: &p}, Logprobs: null}}
@@ -232,10 +234,7 @@ func (s *Server) streamAnthropic(ctx context.Context, o *sseOut, a *answerPlan) 
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
-	pieces, brk := a.pieces, a.breakAt(len(a.pieces))
-	if brk >= 0 {
-		pieces = pieces[:min(brk, len(pieces))]
-	}
+	pieces, _ := a.upToBreak(a.pieces)
 	ok := s.paced(ctx, o, a, pieces, func(p string) {
 		o.event("content_block_delta", obj{"type", "content_block_delta", "index", 0,
 			"delta", obj{"type", "text_delta", "text", p}})
@@ -296,16 +295,12 @@ func (s *Server) streamGemini(ctx context.Context, o *sseOut, a *answerPlan) {
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
-	chunks := groupPieces(a.pieces, 6)
-	brk := a.breakAt(len(chunks))
-	if brk >= 0 {
-		chunks = chunks[:min(brk, len(chunks))]
-	}
+	chunks, broken := a.upToBreak(groupPieces(a.pieces, 6))
 	n := len(chunks)
 	i := 0
 	ok := s.paced(ctx, o, a, chunks, func(p string) {
 		i++
-		o.data(a.geminiChunk(p, brk < 0 && i == n))
+		o.data(a.geminiChunk(p, !broken && i == n))
 	})
 	if !ok {
 		return
@@ -334,11 +329,7 @@ func (s *Server) streamGeminiArray(ctx context.Context, o *sseOut, a *answerPlan
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
-	chunks := groupPieces(a.pieces, 6)
-	brk := a.breakAt(len(chunks))
-	if brk >= 0 {
-		chunks = chunks[:min(brk, len(chunks))]
-	}
+	chunks, broken := a.upToBreak(groupPieces(a.pieces, 6))
 	i := 0
 	ok := s.paced(ctx, o, a, chunks, func(p string) {
 		sep := ",\r\n"
@@ -346,7 +337,7 @@ func (s *Server) streamGeminiArray(ctx context.Context, o *sseOut, a *answerPlan
 			sep = "["
 		}
 		i++
-		o.raw(sep + string(mustJSON(a.geminiChunk(p, brk < 0 && i == len(chunks)))))
+		o.raw(sep + string(mustJSON(a.geminiChunk(p, !broken && i == len(chunks)))))
 	})
 	if !ok {
 		return
