@@ -158,10 +158,9 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	if sess.running != nil {
 		opts.Faults = simFaults{srv: sess.running.Server}
 	}
-	if !cf.noHistory {
-		if path, err := historyPath(a, cf.db); err == nil {
-			opts.History = storeHistory{rd: &store.Reader{Path: path}}
-		}
+	if hist.rec != nil {
+		// The same file the recorder writes, found once.
+		opts.History = storeHistory{rd: &store.Reader{Path: hist.rec.Path()}}
 	}
 	if cds, err := hist.cooldowns().List(); err == nil {
 		opts.Cooldowns = cds
@@ -272,13 +271,6 @@ func (p *consoleProxy) close() {
 		return
 	}
 	_ = p.stop()
-}
-
-func historyPath(a *app, db string) (string, error) {
-	if db != "" {
-		return db, nil
-	}
-	return store.DefaultPath(a.getenv)
 }
 
 // consoleTargets lists one default target per provider, available when the
