@@ -92,7 +92,7 @@ Flags:`)
 		}
 	}
 
-	hist := a.openHistory(*db, *noHistory, *noContent, sess.simulated, "proxy")
+	hist := a.openHistory(callFlags{db: *db, noHistory: *noHistory, noContent: *noContent, keep: "90d"}, sess.simulated, "proxy")
 	defer hist.close(ctx, a)
 
 	opts := proxy.Options{

@@ -171,7 +171,7 @@ func runSend(ctx context.Context, a *app, args []string) int {
 		return fail(err)
 	}
 
-	hist := a.openCallHistory(cf, sess.simulated, "send")
+	hist := a.openHistory(cf, sess.simulated, "send")
 	defer hist.close(ctx, a)
 
 	engine := &retry.Engine{

@@ -128,7 +128,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	var warnings bytes.Buffer
 	quiet := *a
 	quiet.stderr = &warnings
-	hist := quiet.openCallHistory(cf, sess.simulated, "tui")
+	hist := quiet.openHistory(cf, sess.simulated, "tui")
 	defer func() {
 		hist.close(ctx, &quiet)
 		io.Copy(a.stderr, &warnings)

@@ -19,14 +19,10 @@ type historyHook struct {
 	warnOnce sync.Once
 }
 
-// openHistory starts the recorder for command. It never fails: a history
-// problem is a warning on stderr and never changes an exit code.
-func (a *app) openHistory(db string, noHistory, noContent bool, simulated bool, command string) *historyHook {
-	return a.openCallHistory(callFlags{db: db, noHistory: noHistory, noContent: noContent, keep: "90d"}, simulated, command)
-}
-
-// openCallHistory is openHistory from a command's call flags, with --keep.
-func (a *app) openCallHistory(cf callFlags, simulated bool, command string) *historyHook {
+// openHistory starts the recorder for command, from its call flags (--db,
+// --no-history, --no-content, --keep). It never fails: a history problem is
+// a warning on stderr and never changes an exit code.
+func (a *app) openHistory(cf callFlags, simulated bool, command string) *historyHook {
 	h := &historyHook{}
 	db := cf.db
 	if cf.noHistory {
