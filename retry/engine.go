@@ -23,6 +23,14 @@ type Policy struct {
 	BackoffCap     time.Duration // and cap (default 20s)
 	Jitter         time.Duration // added to a server's delay: 0..Jitter (default 250ms)
 	IgnoreCooldown bool
+	// NoRetryAfterText: once any text of an attempt has reached the caller,
+	// an error ends the call instead of retrying or failing over (the proxy,
+	// whose caller cannot take text back).
+	NoRetryAfterText bool
+	// FailoverOnQuota: a quota stop still records its cooldown, but moves on
+	// to the next target on a different account (its Doer scope differs)
+	// instead of ending the call. Off by default: a person must act.
+	FailoverOnQuota bool
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -88,6 +96,9 @@ type Call struct {
 	// or provider/model) and the client's User-Agent.
 	Route  string
 	Client string
+	// Control, when set, lets the caller steer the running call (fail over
+	// now).
+	Control *Control
 }
 
 // Engine runs calls. It is safe for concurrent use.

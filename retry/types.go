@@ -120,6 +120,12 @@ type Attempt struct {
 	Limits      *stream.Limits // the snapshot this response carried
 	Decision    Decision
 	NoRetry     bool // x-should-retry: false
+	// Cooldown is the cooldown this attempt's quota error recorded (scope,
+	// target, until), nil when none: consumers read it, never parse Message.
+	Cooldown *Cooldown
+	// FailedOverByUser: the user moved the call on (Control.FailOver) during
+	// this attempt's stream or the wait after it.
+	FailedOverByUser bool
 }
 
 // Wait is a pause the engine takes, as a value: the TUI counts it down, the
@@ -133,6 +139,10 @@ type Wait struct {
 	Until    time.Time // when the wait ends
 	Deadline time.Time // the call's deadline
 	Pacing   bool      // before the first request to a target, from a limits snapshot
+	// Set on EventWaitEnd only: the time actually waited and how the wait
+	// ended (elapsed, the user failed over, cancelled).
+	Waited  time.Duration
+	EndedBy WaitEnd
 }
 
 // EventKind names an Event.
@@ -146,6 +156,7 @@ const (
 	EventText         EventKind = "text"
 	EventAttemptEnd   EventKind = "attempt_end"
 	EventWait         EventKind = "wait"
+	EventWaitEnd      EventKind = "wait_end" // a wait ended; Wait.Waited is what was actually waited
 	EventCallEnd      EventKind = "call_end"
 )
 
@@ -174,6 +185,10 @@ type Result struct {
 	RetryAt       time.Time     // when deferred
 	CooldownUntil time.Time     // when a cooldown stopped the call (zero with CooldownActive: until cleared)
 	CooldownHit   bool          // the call was not sent because of a cooldown
+	// Cooldown is the cooldown that stopped the call (recorded by it, or
+	// found active before sending); with Policy.FailoverOnQuota, the last one
+	// recorded even when another account answered. Nil when none.
+	Cooldown *Cooldown
 	Skips         []Skip        // targets left without a request because pacing asked too long a wait
 	Started       time.Time
 	Ended         time.Time

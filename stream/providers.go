@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Dialect names a provider API's wire format.
@@ -25,23 +26,46 @@ type ProviderInfo struct {
 	KeyEnv         []string // looked up in order; the first set wins
 	BaseURLEnv     string
 	DefaultBaseURL string
+	DefaultModel   string   // the console's and the proxy's default for this provider
+	ModelPrefixes  []string // a bare model name starting with one of these is this provider's (lower case)
 }
 
 // providers is a constant table; it is never written after init.
 var providers = []ProviderInfo{
-	{"openai", DialectOpenAI, []string{"OPENAI_API_KEY"}, "OPENAI_BASE_URL", "https://api.openai.com/v1"},
-	{"anthropic", DialectAnthropic, []string{"ANTHROPIC_API_KEY"}, "ANTHROPIC_BASE_URL", "https://api.anthropic.com"},
-	{"gemini", DialectGemini, []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, "GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"},
-	{"groq", DialectOpenAI, []string{"GROQ_API_KEY"}, "GROQ_BASE_URL", "https://api.groq.com/openai/v1"},
-	{"deepseek", DialectOpenAI, []string{"DEEPSEEK_API_KEY"}, "DEEPSEEK_BASE_URL", "https://api.deepseek.com"},
-	{"mistral", DialectOpenAI, []string{"MISTRAL_API_KEY"}, "MISTRAL_BASE_URL", "https://api.mistral.ai/v1"},
-	{"xai", DialectOpenAI, []string{"XAI_API_KEY"}, "XAI_BASE_URL", "https://api.x.ai/v1"},
+	{Name: "openai", Dialect: DialectOpenAI, KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
+		DefaultModel: "gpt-5.4-mini", ModelPrefixes: []string{"gpt-", "chatgpt-", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"}},
+	{Name: "anthropic", Dialect: DialectAnthropic, KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
+		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}},
+	{Name: "gemini", Dialect: DialectGemini, KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
+		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}},
+	{Name: "groq", Dialect: DialectOpenAI, KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
+		DefaultModel: "llama-3.3-70b-versatile"},
+	{Name: "deepseek", Dialect: DialectOpenAI, KeyEnv: []string{"DEEPSEEK_API_KEY"}, BaseURLEnv: "DEEPSEEK_BASE_URL", DefaultBaseURL: "https://api.deepseek.com",
+		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}},
+	{Name: "mistral", Dialect: DialectOpenAI, KeyEnv: []string{"MISTRAL_API_KEY"}, BaseURLEnv: "MISTRAL_BASE_URL", DefaultBaseURL: "https://api.mistral.ai/v1",
+		DefaultModel: "mistral-small-latest", ModelPrefixes: []string{"mistral-", "ministral-", "codestral-", "magistral-", "open-mistral-"}},
+	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
+		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}},
 }
 
 func lookupProvider(name string) (ProviderInfo, bool) {
 	for _, p := range providers {
 		if p.Name == name {
 			return p, true
+		}
+	}
+	return ProviderInfo{}, false
+}
+
+// ProviderForModel returns the provider a bare model name (no "provider/")
+// obviously belongs to, by the table's model-name prefixes.
+func ProviderForModel(model string) (ProviderInfo, bool) {
+	m := strings.ToLower(strings.TrimSpace(model))
+	for _, p := range providers {
+		for _, pre := range p.ModelPrefixes {
+			if strings.HasPrefix(m, pre) {
+				return p, true
+			}
 		}
 	}
 	return ProviderInfo{}, false
