@@ -39,6 +39,9 @@ type Options struct {
 	// HangLimit bounds a "hang" fault (default 10 minutes, as DeepSeek closes
 	// a request that has not started after 10 minutes).
 	HangLimit time.Duration
+	// Answer shapes the answers' text (see README.md: length and shape, e.g.
+	// "words", "paragraph:1MB", "paragraphs", "code"); "" takes the default.
+	Answer string
 }
 
 // Server is the simulated providers as one http.Handler: each provider under
