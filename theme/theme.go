@@ -141,3 +141,41 @@ func New(dark, noColor bool) Styles {
 	}
 	return s
 }
+
+// Outcome returns the style of a call's outcome ("ok", "stopped", "deferred",
+// "gave_up", "failed", "cancelled", "running", "interrupted"), shared by the
+// console and the CLI. Unknown outcomes are Base.
+func (s Styles) Outcome(o string) lipgloss.Style {
+	switch o {
+	case "ok":
+		return s.OK
+	case "stopped", "failed":
+		return s.Error.Bold(true)
+	case "deferred", "gave_up":
+		return s.Warn
+	case "cancelled", "interrupted":
+		return s.Subtle
+	case "running":
+		return s.Wait
+	}
+	return s.Base
+}
+
+// Class returns the style of an attempt's class ("ok", "rate_limit",
+// "overload", "quota", "caller", "server", "connection", "timeout",
+// "cancelled"), shared by the console and the CLI. Unknown classes are Base.
+func (s Styles) Class(c string) lipgloss.Style {
+	switch c {
+	case "ok":
+		return s.OK
+	case "rate_limit":
+		return s.Wait
+	case "overload", "server", "connection", "timeout":
+		return s.Warn
+	case "quota", "caller":
+		return s.Error
+	case "cancelled":
+		return s.Subtle
+	}
+	return s.Base
+}
