@@ -27,6 +27,14 @@ type Options struct {
 	MaxBodySize       int64         // largest error or non-stream body read (default 1 MiB)
 	UsageGrace        time.Duration // after an OpenAI-style finish_reason (or Gemini's finishReason), wait this long for usage and [DONE] or EOF (default 2s)
 	MaxStreamSize     int64         // largest 200 stream read, in raw bytes (default 64 MiB): a server that never stops is cut off
+	// NoProgressTimeout bounds the time since the last model output (text,
+	// reasoning or tool delta); keep-alive comments and empty events do not
+	// count. An attempt past it ends as a timeout (fails over like a stall).
+	// Zero takes the default (see DefaultOptions).
+	NoProgressTimeout time.Duration
+	// MaxPartialText caps the text kept of an attempt, in decoded bytes
+	// (default 1 MiB): the rest still streams to the caller but is not stored.
+	MaxPartialText int
 }
 
 // DefaultOptions returns the documented defaults.
