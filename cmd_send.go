@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -18,122 +19,49 @@ import (
 // maxPromptBytes bounds a prompt read from stdin.
 const maxPromptBytes = 8 << 20
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// callFlags are the flags of every command that sends calls.
-type callFlags struct {
-	model     string
-	fallbacks stringList
-	maxTokens int
-	policy    retry.Policy
-	stream    stream.Options
-	session   sessionFlags
-	noHistory bool
-	noContent bool
-	db        string
-	keep      string
+// sendOpts are send's flags: the shared call flags, the targets, --json.
+type sendOpts struct {
+	calls   calls.Flags
+	targets calls.TargetFlags
+	json    bool
 }
 
-func (cf *callFlags) register(fs *flag.FlagSet) {
-	def := retry.DefaultPolicy()
-	sdef := stream.DefaultOptions()
-	cf.stream = sdef
-	fs.StringVar(&cf.model, "model", "", "the primary target, provider/model (e.g. openai/gpt-5.4-mini)")
-	fs.Var(&cf.fallbacks, "fallback", "a fallback target, provider/model (repeatable, tried in order)")
-	fs.IntVar(&cf.maxTokens, "max-tokens", 1024, "maximum output tokens, sent to every provider")
-	fs.IntVar(&cf.policy.MaxAttempts, "max-attempts", def.MaxAttempts, "HTTP requests for the whole call")
-	fs.IntVar(&cf.policy.TriesPerTarget, "tries-per-target", def.TriesPerTarget, "requests per target (the last target may use what is left)")
-	fs.DurationVar(&cf.policy.FailoverWait, "failover-wait", def.FailoverWait, "a longer server delay moves to the next target at once")
-	fs.DurationVar(&cf.policy.MaxWait, "max-wait", def.MaxWait, "a longer server delay with no fallback left defers the call")
-	fs.DurationVar(&cf.policy.Deadline, "deadline", def.Deadline, "the whole call's time budget, checked before every wait")
-	fs.DurationVar(&cf.stream.HeaderTimeout, "header-timeout", sdef.HeaderTimeout, "time to the response headers")
-	fs.DurationVar(&cf.stream.FirstTokenTimeout, "first-token-timeout", sdef.FirstTokenTimeout, "time to the first content")
-	fs.DurationVar(&cf.stream.StallTimeout, "stall-timeout", sdef.StallTimeout, "silence on the wire before a stream counts as stalled")
-	fs.BoolVar(&cf.policy.IgnoreCooldown, "ignore-cooldown", false, "send even when a quota cooldown blocks the target")
-	fs.BoolVar(&cf.noHistory, "no-history", false, "do not record the call in the history")
-	fs.BoolVar(&cf.noContent, "no-content", false, "record metadata only, not the prompt and answer")
-	fs.StringVar(&cf.keep, "keep", "90d", "history retention: older calls are deleted in the background (e.g. 30d, 12h; 0 keeps everything)")
-	fs.StringVar(&cf.db, "db", "", "history database (default $LIMITSCOPE_DB, else $XDG_STATE_HOME/limitscope/history.db)")
-	fs.BoolVar(&cf.session.sim, "sim", false, "use the built-in simulator (also LIMITSCOPE_SIM=1)")
-	fs.StringVar(&cf.session.scenario, "scenario", "calm", "simulator scenario (see limitscope sim --list)")
-	fs.StringVar(&cf.session.scenarioFile, "scenario-file", "", "simulator scenario file")
+// newSendOpts registers send's flags on fs.
+func newSendOpts(fs *flag.FlagSet) *sendOpts {
+	o := &sendOpts{}
+	o.targets.Register(fs)
+	o.calls.Register(fs)
+	fs.BoolVar(&o.json, "json", false, "print one JSON document on stdout instead of streaming the answer")
+	return o
 }
 
-// chain parses --model and --fallback into targets.
-func (cf *callFlags) chain() ([]stream.Target, error) {
-	if cf.model == "" {
-		return nil, errors.New("--model is required (provider/model, e.g. openai/gpt-5.4-mini)")
-	}
-	var chain []stream.Target
-	for _, s := range append([]string{cf.model}, cf.fallbacks...) {
-		t, err := stream.ParseTarget(s)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, t)
-	}
-	return chain, nil
-}
+const sendHelp = `Usage: limitscope send --model provider/model [--fallback provider/model]... [flags] PROMPT
 
-func (cf *callFlags) validate() error {
-	switch {
-	case cf.maxTokens < 1:
-		return errors.New("--max-tokens must be at least 1")
-	case cf.policy.MaxAttempts < 1:
-		return errors.New("--max-attempts must be at least 1")
-	case cf.policy.TriesPerTarget < 1:
-		return errors.New("--tries-per-target must be at least 1")
-	case cf.policy.FailoverWait < 0, cf.policy.MaxWait < 0, cf.policy.Deadline <= 0:
-		return errors.New("--failover-wait and --max-wait must not be negative, --deadline must be positive")
-	case cf.stream.HeaderTimeout <= 0, cf.stream.FirstTokenTimeout <= 0, cf.stream.StallTimeout <= 0:
-		return errors.New("timeouts must be positive")
-	}
-	if _, err := parseAge(cf.keep); err != nil {
-		return fmt.Errorf("--keep: %w", err)
-	}
-	return nil
-}
+PROMPT - reads the prompt from stdin.
 
-// retention is --keep as the recorder wants it: negative keeps everything.
-func (cf *callFlags) retention() time.Duration {
-	d, _ := parseAge(cf.keep)
-	if d <= 0 {
-		return -1
-	}
-	return d
-}
+Flags:
+`
 
 func runSend(ctx context.Context, a *app, args []string) int {
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "Usage: limitscope send --model provider/model [--fallback provider/model]... [flags] PROMPT\n\nPROMPT - reads the prompt from stdin.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	var cf callFlags
-	cf.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON document on stdout instead of streaming the answer")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	o := newSendOpts(fs)
+	if ok, code := parseFlags(a, fs, "limitscope send", args, flagHelp(fs, sendHelp)); !ok {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(a.stderr, "limitscope send: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() != 1 {
-		return fail(errors.New("want exactly one PROMPT argument (- reads stdin); see limitscope send -h"))
+		return fail(errors.New("want exactly one PROMPT argument (- reads stdin); see limitscope send --help"))
 	}
-	if err := cf.validate(); err != nil {
+	if err := o.targets.Validate(); err != nil {
 		return fail(err)
 	}
-	chain, err := cf.chain()
+	if err := o.calls.Validate(); err != nil {
+		return fail(err)
+	}
+	chain, err := o.targets.Chain()
 	if err != nil {
 		return fail(err)
 	}
@@ -152,7 +80,7 @@ func runSend(ctx context.Context, a *app, args []string) int {
 		return fail(errors.New("the prompt is empty"))
 	}
 
-	simulated := a.simRequested(cf.session)
+	simulated := calls.SimRequested(a.getenv, o.calls.Sim.Sim)
 	if !simulated {
 		// Check the keys before starting anything: a real provider is never
 		// silently replaced by the simulator.
@@ -162,30 +90,20 @@ func runSend(ctx context.Context, a *app, args []string) int {
 			}
 		}
 	}
-	sess, err := a.openSession(ctx, cf.session, simulated)
+	cs, err := calls.Open(ctx, a.env(), o.calls, simulated, "send")
 	if err != nil {
 		return fail(err)
 	}
-	defer sess.close()
-	if err := sess.check(chain); err != nil {
+	defer cs.Close(ctx, calls.DefaultCloseAllowance)
+	if err := cs.Providers.Check(chain); err != nil {
 		return fail(err)
 	}
 
-	hist := a.openHistory(cf, sess.simulated, "send")
-	defer hist.close(ctx, a)
-
-	engine := &retry.Engine{
-		Doer:      &stream.Router{Client: &stream.Client{Options: cf.stream, Now: a.now}, Endpoints: sess.endpoints},
-		Clock:     a.clock,
-		Cooldowns: hist.cooldowns(),
-		Pacer:     retry.NewPacer(),
-	}
-	call := retry.Call{Chain: chain, Prompt: prompt, MaxTokens: cf.maxTokens, Policy: cf.policy}
-
-	out := &sendPrinter{a: a, json: *asJSON}
-	res := engine.Run(ctx, call, hist.sink(call, out.event))
-	if *asJSON {
-		doc := newSendDoc(res, sess.simulated)
+	call := retry.Call{Chain: chain, Prompt: prompt, MaxTokens: o.targets.MaxTokens, Policy: o.calls.Policy}
+	out := &sendPrinter{a: a, json: o.json}
+	res := cs.Run(ctx, call, out.event)
+	if o.json {
+		doc := newSendDoc(res, cs.Providers.Simulated)
 		b, err := json.MarshalIndent(doc, "", "  ")
 		if err == nil {
 			// C1 controls and bidi overrides in a hostile server's text
@@ -196,7 +114,7 @@ func runSend(ctx context.Context, a *app, args []string) int {
 			fmt.Fprintf(a.stderr, "limitscope send: writing JSON: %v\n", err)
 		}
 	} else {
-		out.finish(res, sess)
+		out.finish(res, cs.Providers)
 	}
 	return res.Outcome.ExitCode()
 }
@@ -241,7 +159,7 @@ func (p *sendPrinter) event(ev retry.Event) {
 	}
 }
 
-func (p *sendPrinter) finish(res retry.Result, sess *session) {
+func (p *sendPrinter) finish(res retry.Result, provs *calls.Providers) {
 	if p.printed {
 		fmt.Fprintln(p.a.stdout)
 	}
@@ -250,8 +168,8 @@ func (p *sendPrinter) finish(res retry.Result, sess *session) {
 		waited += at.Paced + at.Waited
 	}
 	where := "real provider"
-	if sess.simulated {
-		where = "simulator, scenario " + sess.scenario
+	if provs.Simulated {
+		where = "simulator, scenario " + provs.Scenario
 	}
 	n := len(res.Attempts)
 	plural := "s"

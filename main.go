@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/retry"
 )
 
@@ -57,6 +60,19 @@ const (
 	exitCancelled = 130
 )
 
+// env is the app as call wiring takes it: plain values.
+func (a *app) env() calls.Env {
+	return calls.Env{Getenv: a.getenv, Stderr: a.stderr, Now: a.now, Clock: a.clock, Version: version}
+}
+
+// sessionFlags is what a command that starts its own simulator says about
+// it (bench).
+type sessionFlags struct{ sim bool }
+
+// simRequested reports whether --sim or LIMITSCOPE_SIM puts a command on
+// the simulator.
+func (a *app) simRequested(sf sessionFlags) bool { return calls.SimRequested(a.getenv, sf.sim) }
+
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
@@ -89,27 +105,81 @@ func run(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintln(a.stdout, "limitscope", version)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "limitscope: unknown command %q\n\n", args[0])
-	usage(a.stderr)
+	fmt.Fprintf(a.stderr, "limitscope: unknown command %q (see limitscope --help)\n", args[0])
 	return exitUsage
 }
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `limitscope: a console for LLM API rate limits, retries and failover
-
-Usage:
-  limitscope                      the interactive console (on the simulator when no key is set)
-  limitscope send [flags] PROMPT  send one prompt through the retry core
-  limitscope sim [flags]          run the simulated providers on loopback
-  limitscope history ...          review the attempt history
-  limitscope cooldowns [clear]    list or end quota cooldowns
-  limitscope bench [flags]        compare retry policies under a rate limit
-  limitscope proxy [flags]        a local OpenAI/Anthropic-compatible endpoint on the retry core
-  limitscope info                 the paths in use and the proxy's token
+// commands lists every subcommand with its arguments, for --help.
+const commands = `Usage:
+  limitscope [console flags]                        the interactive console (on the simulator when no key is set)
+  limitscope send --model P/M [--fallback P/M]... [flags] PROMPT|-
+                                                    send one prompt through the retry core
+  limitscope sim [--listen ADDR] [--scenario NAME] [--scenario-file F] [--seed N] [--list] [--json]
+                                                    run the simulated providers on loopback
+  limitscope history [list] [filters]               the calls recorded, newest first
+  limitscope history show ID                        one call with each attempt, its waits and its text
+  limitscope history stats [filters]                per provider: retries, latency, give-ups, quota stops
+  limitscope history export [--format jsonl|csv] [--no-text] [filters]
+  limitscope history prune [--keep 90d] [--compact]
+  limitscope history sessions [--limit N]
+  limitscope history repair                         copy what is readable of a damaged file into a fresh one
+  limitscope cooldowns [--json]                     the quota cooldowns recorded
+  limitscope cooldowns clear [SCOPE]                end one cooldown, or every one
+  limitscope bench --model P/M [--fallback P/M]... [--sim] [--requests N] [--concurrency C]
+                                                    compare retry policies under a rate limit
+  limitscope proxy [--listen ADDR] [--config FILE] [--sim] [flags]
+                                                    a local OpenAI/Anthropic-compatible endpoint on the retry core
+  limitscope info [--json]                          the paths in use and the proxy's token
   limitscope version
 
-Run "limitscope COMMAND -h" for a command's flags. See README.md.
-`)
+Run "limitscope COMMAND --help" for a command's flags. See README.md.
+`
+
+// usage prints the commands and the console's flags.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "limitscope: a console for LLM API rate limits, retries and failover\n\n"+commands)
+	fs := flag.NewFlagSet("limitscope", flag.ContinueOnError)
+	newConsoleOpts(fs)
+	fmt.Fprintln(w, "\nConsole flags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// parseFlags parses a command's flags. -h/--help prints help on stdout (exit
+// 0); a bad flag is one line on stderr that points to --help (exit 2).
+// ok is false when the command should return code.
+func parseFlags(a *app, fs *flag.FlagSet, cmd string, args []string, help func(io.Writer)) (ok bool, code int) {
+	quiet(fs)
+	return flagResult(a, cmd, fs.Parse(args), help)
+}
+
+// quiet silences fs's own error and usage output: the caller reports.
+func quiet(fs *flag.FlagSet) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+}
+
+// flagResult turns a parse error into help on stdout or one line on stderr.
+func flagResult(a *app, cmd string, err error, help func(io.Writer)) (ok bool, code int) {
+	if err == nil {
+		return true, exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		help(a.stdout)
+		return false, exitOK
+	}
+	fmt.Fprintf(a.stderr, "%s: %v (see %s --help)\n", cmd, err, cmd)
+	return false, exitUsage
+}
+
+// flagHelp is a help printer: text, then fs's flags.
+func flagHelp(fs *flag.FlagSet, text string) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, text)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
 }

@@ -1,0 +1,142 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// SimRequested reports whether --sim or LIMITSCOPE_SIM puts a command on the
+// simulator.
+func SimRequested(getenv func(string) string, simFlag bool) bool {
+	if simFlag {
+		return true
+	}
+	switch strings.ToLower(getenv("LIMITSCOPE_SIM")) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// AnyKey reports whether any provider's key is set in the environment.
+func AnyKey(getenv func(string) string) bool {
+	for _, p := range stream.Providers() {
+		if _, err := stream.Resolve(p.Name, getenv); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Providers are one command's providers: all real or all simulated, never
+// a mix.
+type Providers struct {
+	Simulated bool
+	Scenario  string                             // the simulator's scenario (simulated only)
+	Endpoints map[string]stream.Endpoint         // by provider name: the reachable ones
+	Missing   map[string]*stream.MissingKeyError // real only: providers without a key
+	Sim       *sim.Running                       // simulated only: the embedded simulator
+}
+
+// OpenProviders sets up the providers. Simulated: an embedded simulator on a
+// loopback port, every provider's base URL pointing at it (whatever
+// *_BASE_URL says) with the simulator's fake key. Real: each provider's key
+// and base URL from the environment; providers without a key are in Missing.
+func OpenProviders(ctx context.Context, getenv func(string) string, sf SimFlags, simulated bool) (*Providers, error) {
+	p := &Providers{Simulated: simulated, Endpoints: map[string]stream.Endpoint{}, Missing: map[string]*stream.MissingKeyError{}}
+	if !simulated {
+		for _, info := range stream.Providers() {
+			ep, err := stream.Resolve(info.Name, getenv)
+			var mk *stream.MissingKeyError
+			if errors.As(err, &mk) {
+				p.Missing[info.Name] = mk
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("provider %s: %w", info.Name, err)
+			}
+			p.Endpoints[info.Name] = ep
+		}
+		return p, nil
+	}
+	seed := sf.Seed
+	if seed == 0 {
+		// Each run draws its own faults and text unless --seed fixes them.
+		seed = rand.Int64N(1<<62) + 1
+	}
+	r, err := sim.Start(ctx, "127.0.0.1:0", sim.Options{Scenario: sf.Scenario, ScenarioFile: sf.ScenarioFile, Seed: seed, Answer: sf.Answer})
+	if err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	p.Sim = r
+	p.Scenario = r.Server.Scenario()
+	for _, info := range stream.Providers() {
+		p.Endpoints[info.Name] = stream.Endpoint{Provider: info.Name, BaseURL: r.BaseURL(info.Name), Key: stream.Secret(sim.FakeKey)}
+	}
+	return p, nil
+}
+
+// Close stops the embedded simulator, if any.
+func (p *Providers) Close() {
+	if p.Sim != nil {
+		_ = p.Sim.Close()
+	}
+}
+
+// Check returns the configuration error for the first target whose provider
+// has no key.
+func (p *Providers) Check(chain []stream.Target) error {
+	for _, t := range chain {
+		if mk, ok := p.Missing[t.Provider]; ok {
+			return mk
+		}
+	}
+	return nil
+}
+
+// Available reports whether provider can be reached (it has a key, or the
+// session is simulated).
+func (p *Providers) Available(provider string) bool {
+	_, ok := p.Endpoints[provider]
+	return ok
+}
+
+// Where says where calls go, for a banner: "real providers" or "the
+// simulator, scenario S".
+func (p *Providers) Where() string {
+	if p.Simulated {
+		return "the simulator, scenario " + p.Scenario
+	}
+	return "real providers"
+}
+
+// Curl renders an attempt as the curl command that repeats it: the real
+// request, with the key as a reference to its variable ($OPENAI_API_KEY), or
+// the simulator's fake key in a simulated session.
+func (p *Providers) Curl(maxTokens int) func(at retry.Attempt, prompt string) string {
+	return func(at retry.Attempt, prompt string) string {
+		ep, ok := p.Endpoints[at.Target.Provider]
+		if !ok {
+			return ""
+		}
+		keyText := sim.FakeKey
+		if !p.Simulated {
+			info, ok := stream.Provider(at.Target.Provider)
+			if !ok || len(info.KeyEnv) == 0 {
+				return ""
+			}
+			keyText = "$" + info.KeyEnv[0]
+		}
+		cmd, err := stream.Curl(ep, stream.Request{Target: at.Target, Prompt: prompt, MaxTokens: maxTokens}, keyText)
+		if err != nil {
+			return ""
+		}
+		return cmd
+	}
+}
