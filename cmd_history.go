@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,296 +12,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"charm.land/lipgloss/v2"
+	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/internal/sanitize"
-	"github.com/limitscope/limitscope/proxy"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 	"github.com/limitscope/limitscope/stream"
 )
 
-// histOut prints for the history commands: an aligned table with colour on
-// a terminal, plain tab-separated text when piped, and never colour when
-// NO_COLOR is set.
-type histOut struct {
-	w     io.Writer
-	tty   bool
-	color bool
-	loc   *time.Location
-}
-
-func newHistOut(a *app) *histOut {
-	o := &histOut{w: a.stdout, tty: a.stdoutTTY, loc: time.Local}
-	o.color = a.stdoutTTY && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"
-	return o
-}
-
-const (
-	ansiReset  = "\x1b[0m"
-	ansiBold   = "\x1b[1m"
-	ansiDim    = "\x1b[2m"
-	ansiRed    = "\x1b[31m"
-	ansiGreen  = "\x1b[32m"
-	ansiYellow = "\x1b[33m"
-	ansiCyan   = "\x1b[36m"
-)
-
-func (o *histOut) paint(code, s string) string {
-	s = sanitize.Text(s) // stored messages came from servers: no escape sequence reaches the terminal
-	if !o.color || code == "" || s == "" {
-		return s
-	}
-	return code + s + ansiReset
-}
-
-func outcomeColor(oc retry.Outcome) string {
-	switch oc {
-	case retry.OutcomeOK:
-		return ansiGreen
-	case retry.OutcomeDeferred, store.OutcomeRunning, retry.OutcomeCancelled:
-		return ansiYellow
-	}
-	return ansiRed
-}
-
-func classColor(c stream.Class) string {
-	switch c {
-	case stream.ClassOK:
-		return ansiGreen
-	case stream.ClassRateLimit, stream.ClassOverload, stream.ClassServer, stream.ClassConnection, stream.ClassTimeout:
-		return ansiYellow
-	}
-	return ansiRed
-}
-
-// histCell is one table cell and its colour.
-type histCell struct {
-	text  string
-	color string
-}
-
-// table prints rows under a header: padded columns on a terminal, tabs
-// when piped.
-func (o *histOut) table(header []string, rows [][]histCell) {
-	clean := make([][]histCell, len(rows))
-	for i, r := range rows {
-		clean[i] = make([]histCell, len(r))
-		for j, c := range r {
-			clean[i][j] = histCell{sanitize.Text(c.text), c.color}
-		}
-	}
-	rows = clean
-	if !o.tty {
-		fmt.Fprintln(o.w, strings.Join(header, "\t"))
-		for _, r := range rows {
-			parts := make([]string, len(r))
-			for i, c := range r {
-				parts[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c.text)
-			}
-			fmt.Fprintln(o.w, strings.Join(parts, "\t"))
-		}
-		return
-	}
-	width := make([]int, len(header))
-	for i, h := range header {
-		width[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			if i < len(width) {
-				width[i] = max(width[i], utf8.RuneCountInString(c.text))
-			}
-		}
-	}
-	line := func(cells []histCell) {
-		var b strings.Builder
-		for i, c := range cells {
-			text := c.text
-			if i < len(cells)-1 {
-				text += strings.Repeat(" ", width[i]-utf8.RuneCountInString(c.text)+2)
-			}
-			b.WriteString(o.paint(c.color, text))
-		}
-		fmt.Fprintln(o.w, strings.TrimRight(b.String(), " "))
-	}
-	hc := make([]histCell, len(header))
-	for i, h := range header {
-		hc[i] = histCell{h, ansiBold}
-	}
-	line(hc)
-	for _, r := range rows {
-		line(r)
-	}
-}
-
-// when formats a time: local and short on a terminal, RFC 3339 UTC piped.
-func (o *histOut) when(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	if !o.tty {
-		return t.UTC().Format(time.RFC3339Nano)
-	}
-	return t.In(o.loc).Format("2006-01-02 15:04:05")
-}
-
-// dur formats a duration: rounded on a terminal, milliseconds piped.
-func (o *histOut) dur(d time.Duration) string {
-	if !o.tty {
-		return strconv.FormatInt(d.Milliseconds(), 10)
-	}
-	if d == 0 {
-		return "0"
-	}
-	return roundDur(d).String()
-}
-
-func histWriteJSON(a *app, v any) int {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
-		return exitFailed
-	}
-	return exitOK
-}
-
-// histParse parses flags that may come before or after positional
-// arguments ("show 12 --json"), returning the positionals.
-func histParse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// parseAge reads an age: Go durations plus d (days) and w (weeks).
-func parseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("bad age %q: want e.g. 2h, 3d, 1w", s)
-			}
-			return time.Duration(v * float64(unit)), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("bad age %q: want e.g. 2h, 3d, 1w", s)
-	}
-	return d, nil
-}
-
-// parseSince reads --since: an age (2h, 3d) or a date (2026-11-01, or RFC 3339).
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		return t, nil
-	}
-	d, err := parseAge(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q: want an age (2h, 3d) or a date (2026-11-01)", s)
-	}
-	return now.Add(-d), nil
-}
-
-// historyFlags are the flags every history subcommand shares.
-type historyFlags struct {
-	db       string
-	asJSON   bool
-	provider string
-	outcome  string
-	class    string
-	since    string
-	limit    int
-	before   uint
-	route    string
-	client   string
-}
-
-func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
-	fs.StringVar(&hf.db, "db", "", "history database (default $LIMITSCOPE_DB, else $XDG_STATE_HOME/limitscope/history.db)")
-	fs.BoolVar(&hf.asJSON, "json", false, "print one JSON document")
-	if filters {
-		fs.StringVar(&hf.provider, "provider", "", "only calls with this provider in their chain ("+strings.Join(stream.ProviderNames(), ", ")+")")
-		fs.StringVar(&hf.outcome, "outcome", "", "only calls that ended so: ok, stopped, deferred, gave_up, failed, cancelled, running")
-		fs.StringVar(&hf.class, "class", "", "only calls with an attempt of this class: ok, quota, caller, rate_limit, overload, server, connection, timeout, cancelled")
-		fs.StringVar(&hf.since, "since", "", "only calls started since an age (2h, 3d) or a date (2026-11-01)")
-		fs.StringVar(&hf.route, "route", "", "only proxied calls whose request named this model (an alias or provider/model)")
-		fs.StringVar(&hf.client, "client", "", "only proxied calls whose client (User-Agent) contains this, case-insensitive")
-		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls (0: all)")
-	}
-}
-
-func (hf *historyFlags) path(a *app) (string, error) {
-	if hf.db != "" {
-		return hf.db, nil
-	}
-	return store.DefaultPath(a.getenv)
-}
-
-func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
-	f := store.Filter{Limit: hf.limit, BeforeID: uint32(hf.before), Route: hf.route, Client: hf.client}
-	if hf.limit < 0 {
-		return f, errors.New("--limit must be 0 or more")
-	}
-	if hf.provider != "" {
-		p := strings.ToLower(hf.provider)
-		if _, ok := stream.Provider(p); !ok {
-			return f, fmt.Errorf("--provider %q: unknown (known: %s)", hf.provider, strings.Join(stream.ProviderNames(), ", "))
-		}
-		f.Provider = p
-	}
-	if hf.outcome != "" {
-		o := retry.Outcome(strings.ToLower(hf.outcome))
-		switch o {
-		case retry.OutcomeOK, retry.OutcomeStopped, retry.OutcomeDeferred, retry.OutcomeGaveUp,
-			retry.OutcomeFailed, retry.OutcomeCancelled, store.OutcomeRunning:
-		default:
-			return f, fmt.Errorf("--outcome %q: want ok, stopped, deferred, gave_up, failed, cancelled or running", hf.outcome)
-		}
-		f.Outcome = o
-	}
-	if hf.class != "" {
-		c := stream.Class(strings.ToLower(hf.class))
-		switch c {
-		case stream.ClassOK, stream.ClassQuota, stream.ClassCaller, stream.ClassRateLimit, stream.ClassOverload,
-			stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCancelled:
-		default:
-			return f, fmt.Errorf("--class %q: want ok, quota, caller, rate_limit, overload, server, connection, timeout or cancelled", hf.class)
-		}
-		f.Class = c
-	}
-	if hf.since != "" {
-		t, err := parseSince(hf.since, now)
-		if err != nil {
-			return f, err
-		}
-		f.Since = t
-	}
-	return f, nil
-}
-
 func historyUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   limitscope history [list] [--provider P] [--outcome O] [--class C] [--since 2h] [--limit N] [--before ID]
                           [--route R] [--client C]   proxied calls by the model they asked for, their User-Agent
+                          [--mode real|simulated]    calls on real providers, or on the simulator
   limitscope history show ID                 one call with each attempt, its waits and its text
   limitscope history stats [filters]         per provider: retries, latency, give-ups, quota stops
   limitscope history export [--format jsonl|csv] [--no-text] [filters]
@@ -342,43 +65,19 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		historyUsage(a.stdout)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "limitscope history: unknown subcommand %q\n\n", sub)
-	historyUsage(a.stderr)
+	fmt.Fprintf(a.stderr, "limitscope history: unknown subcommand %q (see limitscope history --help)\n", sub)
 	return exitUsage
-}
-
-func newHistFlagSet(a *app, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("limitscope "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	return fs
-}
-
-// flagExit maps a flag parse error to an exit code (-h is not an error).
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
-func usageErr(a *app, cmd string, err error) int {
-	fmt.Fprintf(a.stderr, "limitscope %s: %v\n", cmd, err)
-	return exitUsage
-}
-
-func histFail(a *app, err error) int {
-	fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
-	return exitFailed
 }
 
 func historyList(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history list")
+	fs := newReviewFlagSet("history list")
 	hf.register(fs, true, 50)
+	hf.registerMode(fs)
 	fs.UintVar(&hf.before, "before", 0, "paging: only calls older than this id")
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "history list", fmt.Errorf("unexpected argument %q", pos[0]))
@@ -392,7 +91,12 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	f.Origin = true // proxied calls show their route and client
-	calls, err := (&store.Reader{Path: path}).List(ctx, f)
+	rd := &store.Reader{Path: path}
+	modes, err := sessionModes(ctx, rd)
+	if err != nil {
+		return histFail(a, err)
+	}
+	calls, err := listByMode(ctx, rd, f, hf.mode, modes)
 	if err != nil {
 		return histFail(a, err)
 	}
@@ -404,9 +108,9 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		for i := range calls {
 			doc.Calls = append(doc.Calls, calls[i].ToJSON(false))
 		}
-		return histWriteJSON(a, doc)
+		return writeJSON(a, doc)
 	}
-	o := newHistOut(a)
+	o := newTextOut(a)
 	if len(calls) == 0 && o.tty {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 		return exitOK
@@ -420,7 +124,12 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	if origin {
 		header = append(header, "ROUTE", "CLIENT")
 	}
-	var rows [][]histCell
+	// On a terminal a simulated call is marked (piped, --mode selects).
+	anySim := o.tty && slices.ContainsFunc(calls, func(c store.Call) bool { return modes[c.Session] == store.ModeSimulated })
+	if anySim {
+		header = append(header, "MODE")
+	}
+	var rows [][]cell
 	for _, c := range calls {
 		target := c.Primary().String()
 		if len(c.Chain) > 1 {
@@ -438,33 +147,89 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		for _, cl := range c.Classes {
 			classes = append(classes, string(cl))
 		}
-		rows = append(rows, []histCell{
-			{strconv.FormatUint(uint64(c.ID), 10), ansiCyan}, {o.when(c.Started), ansiDim}, {target, ""}, {served, ""},
-			{string(c.Outcome), outcomeColor(c.Outcome)}, {strconv.Itoa(c.Attempts), ""}, {o.dur(c.Waited), ""},
-			{latency, ""}, {strings.Join(classes, ","), ""},
+		rows = append(rows, []cell{
+			{strconv.FormatUint(uint64(c.ID), 10), o.id}, {o.when(c.Started), o.dim}, {target, nil}, {served, nil},
+			{string(c.Outcome), o.outcome(c.Outcome)}, {strconv.Itoa(c.Attempts), nil}, {o.dur(c.Waited), nil},
+			{latency, nil}, {strings.Join(classes, ","), nil},
 		})
 		if origin {
 			route, client := orDash(c.Route), orDash(c.Client)
 			if o.tty {
-				client = histClip(client, 32)
+				client = clip(client, 32)
 			}
-			rows[len(rows)-1] = append(rows[len(rows)-1], histCell{route, ""}, histCell{client, ansiDim})
+			rows[len(rows)-1] = append(rows[len(rows)-1], cell{route, nil}, cell{client, o.dim})
+		}
+		if anySim {
+			mode := "real"
+			if modes[c.Session] == store.ModeSimulated {
+				mode = "sim"
+			}
+			rows[len(rows)-1] = append(rows[len(rows)-1], cell{mode, o.dim})
 		}
 	}
 	o.table(header, rows)
 	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
-		fmt.Fprintln(a.stderr, o.paint(ansiDim, fmt.Sprintf("more: limitscope history list --before %d", calls[len(calls)-1].ID)))
+		// Plain: stderr may be redirected while stdout is a terminal.
+		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
 	}
 	return exitOK
 }
 
+// sessionModes maps each session id to its mode (real or simulated).
+func sessionModes(ctx context.Context, rd *store.Reader) (map[uint32]string, error) {
+	list, err := rd.Sessions(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	modes := make(map[uint32]string, len(list))
+	for _, s := range list {
+		modes[s.ID] = s.Mode
+	}
+	return modes, nil
+}
+
+// listByMode lists the calls f selects that were recorded in mode ("":
+// any), paging through the file so that f.Limit counts matching calls.
+func listByMode(ctx context.Context, rd *store.Reader, f store.Filter, mode string, modes map[uint32]string) ([]store.Call, error) {
+	if mode == "" {
+		return rd.List(ctx, f)
+	}
+	var out []store.Call
+	for {
+		page, err := rd.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range page {
+			if modeOf(modes, c.Session) == mode {
+				out = append(out, c)
+				if f.Limit > 0 && len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if f.Limit == 0 || len(page) < f.Limit {
+			return out, nil
+		}
+		f.BeforeID = page[len(page)-1].ID
+	}
+}
+
+// modeOf is a session's mode; a pruned session's calls count as real.
+func modeOf(modes map[uint32]string, session uint32) string {
+	if m := modes[session]; m != "" {
+		return m
+	}
+	return store.ModeReal
+}
+
 func historyShow(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history show")
+	fs := newReviewFlagSet("history show")
 	hf.register(fs, false, 0)
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) != 1 {
 		return usageErr(a, "history show", errors.New("want one call id (from limitscope history list)"))
@@ -483,21 +248,21 @@ func historyShow(ctx context.Context, a *app, args []string) int {
 	}
 	sess, _ := (&store.Reader{Path: path}).Session(ctx, c.Session) // nil when pruned
 	if hf.asJSON {
-		return histWriteJSON(a, struct {
+		return writeJSON(a, struct {
 			store.CallJSON
 			SessionInfo *store.Session `json:"session_info"`
 		}{c.ToJSON(true), sess})
 	}
-	o := newHistOut(a)
+	o := newTextOut(a)
 	o.tty = true // show is always the readable form; colour still needs a terminal
 	printCall(o, c, sess)
 	return exitOK
 }
 
-func printCall(o *histOut, c *store.Call, sess *store.Session) {
+func printCall(o *textOut, c *store.Call, sess *store.Session) {
 	w := o.w
-	label := func(s string) string { return o.paint(ansiBold, fmt.Sprintf("%-10s", s)) }
-	fmt.Fprintf(w, "%s %s", label("call"), o.paint(ansiCyan, strconv.FormatUint(uint64(c.ID), 10)))
+	label := func(s string) string { return o.paint(o.bold, fmt.Sprintf("%-10s", s)) }
+	fmt.Fprintf(w, "%s %s", label("call"), o.paint(o.id, strconv.FormatUint(uint64(c.ID), 10)))
 	if c.CallID != "" {
 		fmt.Fprintf(w, "  (engine id %s)", c.CallID)
 	}
@@ -517,7 +282,7 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%s %s\n", label("outcome"), o.paint(outcomeColor(c.Outcome), string(c.Outcome)))
+	fmt.Fprintf(w, "%s %s\n", label("outcome"), o.paint(o.outcome(c.Outcome), string(c.Outcome)))
 	var chain []string
 	for _, t := range c.Chain {
 		chain = append(chain, t.String())
@@ -551,13 +316,13 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 		fmt.Fprintln(w)
 	}
 	if c.Err != nil {
-		fmt.Fprintf(w, "%s %s", label("error"), o.paint(ansiRed, describeError(c.Err.Class, c.Err.Status, c.Err.Code)))
+		fmt.Fprintf(w, "%s %s", label("error"), o.paint(o.bad, describeError(c.Err.Class, c.Err.Status, c.Err.Code)))
 		if c.Err.Provider != "" {
 			fmt.Fprintf(w, " from %s", c.Err.Provider)
 		}
 		fmt.Fprintln(w)
 		if c.Err.Message != "" {
-			fmt.Fprintf(w, "%s %s\n", label(""), o.paint(ansiDim, c.Err.Message))
+			fmt.Fprintf(w, "%s %s\n", label(""), o.paint(o.dim, c.Err.Message))
 		}
 	}
 	if !c.RetryAt.IsZero() {
@@ -576,14 +341,14 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 			p.MaxAttempts, p.TriesPerTarget, p.FailoverWait, p.MaxWait, p.Deadline)
 	}
 	if len(c.AttemptsList) > 0 {
-		fmt.Fprintf(w, "\n%s\n", o.paint(ansiBold, "attempts"))
+		fmt.Fprintf(w, "\n%s\n", o.paint(o.bold, "attempts"))
 	}
 	for _, at := range c.AttemptsList {
 		status := "no response"
 		if at.Status != 0 {
 			status = strconv.Itoa(at.Status)
 		}
-		fmt.Fprintf(w, "  %s %s  %s %s", o.paint(ansiCyan, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(classColor(at.Class), string(at.Class)))
+		fmt.Fprintf(w, "  %s %s  %s %s", o.paint(o.id, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(o.class(at.Class), string(at.Class)))
 		if at.Code != "" {
 			fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
 		}
@@ -609,7 +374,7 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 			fmt.Fprintln(w)
 		}
 		if at.Message != "" {
-			fmt.Fprintf(w, "     %s\n", o.paint(ansiDim, at.Message))
+			fmt.Fprintf(w, "     %s\n", o.paint(o.dim, at.Message))
 		}
 		if at.Paced > 0 {
 			fmt.Fprintf(w, "     paced %s before it\n", roundDur(at.Paced))
@@ -656,43 +421,27 @@ func printCall(o *histOut, c *store.Call, sess *store.Session) {
 			fmt.Fprintf(w, "     limits: %s\n", strings.Join(parts, ", "))
 		}
 		if at.PartialText != "" {
-			fmt.Fprintf(w, "     partial text: %q\n", histClip(at.PartialText, 200))
+			fmt.Fprintf(w, "     partial text: %q\n", clip(at.PartialText, 200))
 		}
 	}
 	if c.Prompt != "" {
-		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "prompt"), sanitize.Text(c.Prompt))
+		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(o.bold, "prompt"), sanitize.Text(c.Prompt))
 	}
 	if c.Text != "" {
-		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(ansiBold, "answer"), sanitize.Text(c.Text))
+		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(o.bold, "answer"), sanitize.Text(c.Text))
 	}
 	if !c.HasPrompt && !c.HasText && c.Prompt == "" && c.Text == "" {
-		fmt.Fprintf(w, "\n%s\n", o.paint(ansiDim, "(no text stored for this call)"))
+		fmt.Fprintf(w, "\n%s\n", o.paint(o.dim, "(no text stored for this call)"))
 	}
-}
-
-// orDash is s, or "-" when it is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func histClip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }
 
 func historyStats(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history stats")
+	fs := newReviewFlagSet("history stats")
 	hf.register(fs, true, 0)
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "history stats", fmt.Errorf("unexpected argument %q", pos[0]))
@@ -718,9 +467,9 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		if doc.Providers == nil {
 			doc.Providers = []store.ProviderStats{}
 		}
-		return histWriteJSON(a, doc)
+		return writeJSON(a, doc)
 	}
-	o := newHistOut(a)
+	o := newTextOut(a)
 	pct := func(v float64) string {
 		if o.tty {
 			return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
@@ -731,16 +480,16 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if !o.tty {
 		header = []string{"PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS"}
 	}
-	var rows [][]histCell
+	var rows [][]cell
 	for _, s := range st {
-		name, color := s.Provider, ""
+		name, color := s.Provider, (*lipgloss.Style)(nil)
 		if name == "" {
-			name, color = "all", ansiBold
+			name, color = "all", o.bold
 		}
-		rows = append(rows, []histCell{
-			{name, color}, {strconv.Itoa(s.Calls), ""}, {pct(s.RetriedShare), ""},
-			{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), ""}, {o.dur(s.P50), ""}, {o.dur(s.P95), ""},
-			{pct(s.GiveUpRate), ""}, {strconv.Itoa(s.QuotaStops), ""},
+		rows = append(rows, []cell{
+			{name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
+			{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
+			{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil},
 		})
 	}
 	o.table(header, rows)
@@ -752,13 +501,14 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 
 func historyExport(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history export")
+	fs := newReviewFlagSet("history export")
 	hf.register(fs, true, 0)
 	format := fs.String("format", "jsonl", "jsonl (one call per line, with its attempts) or csv (one attempt per row)")
 	noText := fs.Bool("no-text", false, "leave out prompts, answers and partial text")
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	hf.registerMode(fs)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "history export", fmt.Errorf("unexpected argument %q", pos[0]))
@@ -778,15 +528,30 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	rd := &store.Reader{Path: path}
+	each := rd.Each
+	if hf.mode != "" {
+		modes, err := sessionModes(ctx, rd)
+		if err != nil {
+			return histFail(a, err)
+		}
+		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
+			return rd.Each(ctx, f, noText, func(c *store.Call) error {
+				if modeOf(modes, c.Session) != hf.mode {
+					return nil
+				}
+				return fn(c)
+			})
+		}
+	}
 	if *format == "jsonl" {
 		enc := json.NewEncoder(a.stdout)
-		err = rd.Each(ctx, f, *noText, func(c *store.Call) error { return enc.Encode(c.ToJSON(!*noText)) })
+		err = each(ctx, f, *noText, func(c *store.Call) error { return enc.Encode(c.ToJSON(!*noText)) })
 	} else {
 		cw := csv.NewWriter(a.stdout)
 		_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
 			"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
 			"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
-		err = rd.Each(ctx, f, true, func(c *store.Call) error {
+		err = each(ctx, f, true, func(c *store.Call) error {
 			var chain []string
 			for _, t := range c.Chain {
 				chain = append(chain, t.String())
@@ -841,18 +606,18 @@ func csvText(s string) string {
 
 func historyPrune(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history prune")
+	fs := newReviewFlagSet("history prune")
 	hf.register(fs, false, 0)
 	keepS := fs.String("keep", "90d", "keep calls younger than this (e.g. 30d, 12h); 0 keeps everything")
 	compact := fs.Bool("compact", false, "then rewrite the file without its free pages, giving space back to the disk")
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "history prune", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
-	keep, err := parseAge(*keepS)
+	keep, err := calls.ParseAge(*keepS)
 	if err != nil {
 		return usageErr(a, "history prune", fmt.Errorf("--keep: %w", err))
 	}
@@ -862,7 +627,7 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if hf.asJSON {
-			return histWriteJSON(a, map[string]any{"db": path, "deleted": 0})
+			return writeJSON(a, map[string]any{"db": path, "deleted": 0})
 		}
 		fmt.Fprintf(a.stdout, "no history at %s\n", path)
 		return exitOK
@@ -885,7 +650,7 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 		doc.Compacted = &res
 	}
 	if hf.asJSON {
-		return histWriteJSON(a, doc)
+		return writeJSON(a, doc)
 	}
 	if keep > 0 {
 		fmt.Fprintf(a.stdout, "deleted %d calls older than %s from %s\n", n, *keepS, path)
@@ -893,30 +658,18 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "kept every call in %s (--keep 0)\n", path)
 	}
 	if c := doc.Compacted; c != nil {
-		fmt.Fprintf(a.stdout, "compacted: %s -> %s\n", histBytes(c.Before), histBytes(c.After))
+		fmt.Fprintf(a.stdout, "compacted: %s -> %s\n", byteSize(c.Before), byteSize(c.After))
 	}
 	return exitOK
 }
 
-func histBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 func historyRepair(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history repair")
+	fs := newReviewFlagSet("history repair")
 	hf.register(fs, false, 0)
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "history repair", fmt.Errorf("unexpected argument %q", pos[0]))
@@ -930,7 +683,7 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	if hf.asJSON {
-		return histWriteJSON(a, struct {
+		return writeJSON(a, struct {
 			DB string `json:"db"`
 			store.RepairResult
 		}{path, res})
@@ -944,214 +697,14 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 	return exitOK
 }
 
-// runCooldowns is `limitscope cooldowns [--json]` and
-// `limitscope cooldowns clear [SCOPE|--all]`.
-func runCooldowns(ctx context.Context, a *app, args []string) int {
-	clearing := len(args) > 0 && args[0] == "clear"
-	if clearing {
-		args = args[1:]
-	}
-	name := "cooldowns"
-	if clearing {
-		name = "cooldowns clear"
-	}
-	var hf historyFlags
-	fs := newHistFlagSet(a, name)
-	hf.register(fs, false, 0)
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 1 || (!clearing && len(pos) > 0) {
-		return usageErr(a, name, fmt.Errorf("unexpected argument %q (usage: limitscope cooldowns [clear [SCOPE]])", pos[len(pos)-1]))
-	}
-	path, err := hf.path(a)
-	if err != nil {
-		return histFail(a, err)
-	}
-	cd := store.NewCooldowns(path, store.Options{})
-	list, err := cd.List()
-	if err != nil {
-		return histFail(a, err)
-	}
-	now := a.now()
-	if clearing {
-		var cleared []string
-		if len(pos) == 0 {
-			if len(list) > 0 {
-				if _, err := cd.ClearAll(); err != nil {
-					return histFail(a, err)
-				}
-			}
-			for _, c := range list {
-				cleared = append(cleared, c.Scope)
-			}
-		} else {
-			found := false
-			for _, c := range list {
-				found = found || c.Scope == pos[0]
-			}
-			if !found {
-				fmt.Fprintf(a.stderr, "limitscope: no cooldown %q (see limitscope cooldowns)\n", pos[0])
-				return exitFailed
-			}
-			if err := cd.Clear(pos[0]); err != nil {
-				return histFail(a, err)
-			}
-			cleared = []string{pos[0]}
-		}
-		if hf.asJSON {
-			if cleared == nil {
-				cleared = []string{}
-			}
-			return histWriteJSON(a, map[string]any{"db": path, "cleared": cleared})
-		}
-		if len(cleared) == 0 {
-			fmt.Fprintln(a.stdout, "no cooldowns to clear")
-		}
-		for _, s := range cleared {
-			fmt.Fprintf(a.stdout, "cleared %s\n", s)
-		}
-		return exitOK
-	}
-	if hf.asJSON {
-		type cdJSON struct {
-			Scope   string  `json:"scope"`
-			Active  bool    `json:"active"`
-			Until   *string `json:"until"` // null: until cleared
-			Since   string  `json:"since"`
-			Target  string  `json:"target"`
-			Code    string  `json:"code"`
-			Message string  `json:"message"`
-		}
-		doc := struct {
-			DB        string   `json:"db"`
-			Cooldowns []cdJSON `json:"cooldowns"`
-		}{DB: path, Cooldowns: []cdJSON{}}
-		for _, c := range list {
-			j := cdJSON{Scope: c.Scope, Active: c.Active(now), Since: c.Since.UTC().Format(time.RFC3339Nano), Target: c.Target, Code: c.Code, Message: c.Message}
-			if !c.Until.IsZero() {
-				u := c.Until.UTC().Format(time.RFC3339Nano)
-				j.Until = &u
-			}
-			doc.Cooldowns = append(doc.Cooldowns, j)
-		}
-		return histWriteJSON(a, doc)
-	}
-	o := newHistOut(a)
-	if len(list) == 0 {
-		if o.tty {
-			fmt.Fprintln(a.stdout, "no cooldowns")
-		}
-		return exitOK
-	}
-	var rows [][]histCell
-	for _, c := range list {
-		state, color := "active", ansiRed
-		if !c.Active(now) {
-			state, color = "ended", ansiDim
-		}
-		until := "until cleared"
-		if !c.Until.IsZero() {
-			until = o.when(c.Until)
-			if o.tty && c.Active(now) {
-				until += " (in " + roundDur(c.Until.Sub(now)).String() + ")"
-			}
-		}
-		rows = append(rows, []histCell{{c.Scope, ansiCyan}, {state, color}, {until, ""}, {c.Target, ""}, {c.Code, ""}, {o.when(c.Since), ansiDim}, {c.Message, ansiDim}})
-	}
-	o.table([]string{"SCOPE", "STATE", "UNTIL", "TARGET", "CODE", "SINCE", "MESSAGE"}, rows)
-	return exitOK
-}
-
-// runInfo is `limitscope info`: the paths in use, like `k9s info`.
-func runInfo(ctx context.Context, a *app, args []string) int {
-	var hf historyFlags
-	fs := newHistFlagSet(a, "info")
-	hf.register(fs, false, 0)
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "info", fmt.Errorf("unexpected argument %q", pos[0]))
-	}
-	p, perr := store.ResolvePaths(a.getenv)
-	if hf.db != "" {
-		p.DB, p.DBSource, perr = hf.db, "--db", nil
-	}
-	if perr != nil {
-		return histFail(a, perr)
-	}
-	doc := struct {
-		Version string `json:"version"`
-		store.Paths
-		DBExists       bool   `json:"db_exists"`
-		DBBytes        int64  `json:"db_bytes"`
-		Schema         int    `json:"schema"`
-		ProxyTokenFile string `json:"proxy_token_file,omitempty"`
-		ProxyToken     string `json:"proxy_token,omitempty"`
-	}{Version: version, Paths: p, Schema: store.SchemaVersion}
-	// The proxy's token is made on first use; this is where a user reads it
-	// to give their application (it is never logged).
-	if p.ConfigDir != "" {
-		doc.ProxyTokenFile = proxy.TokenPath(p.ConfigDir)
-		tok, err := proxy.LoadOrCreateToken(doc.ProxyTokenFile)
-		if err != nil {
-			fmt.Fprintf(a.stderr, "limitscope info: proxy token: %v\n", err)
-		}
-		doc.ProxyToken = tok
-	}
-	if fi, err := os.Stat(p.DB); err == nil {
-		doc.DBExists, doc.DBBytes = true, fi.Size()
-	}
-	if hf.asJSON {
-		return histWriteJSON(a, doc)
-	}
-	o := newHistOut(a)
-	dbNote := histParen(p.DBSource)
-	if doc.DBExists {
-		dbNote += ", " + histBytes(doc.DBBytes)
-	} else {
-		dbNote += ", not created yet"
-	}
-	rows := [][]histCell{
-		{{"version", ansiBold}, {version, ""}, {"", ""}},
-		{{"history", ansiBold}, {p.DB, ansiCyan}, {dbNote, ansiDim}},
-		{{"state dir", ansiBold}, {p.StateDir, ""}, {"", ""}},
-		{{"config dir", ansiBold}, {p.ConfigDir, ""}, {histParen(p.ConfigSource), ansiDim}},
-	}
-	if doc.ProxyToken != "" {
-		rows = append(rows, []histCell{{"proxy token", ansiBold}, {doc.ProxyToken, ""}, {"(" + doc.ProxyTokenFile + ", 0600)", ansiDim}})
-	}
-	if o.tty {
-		for _, r := range rows {
-			line := fmt.Sprintf("%s %s  %s", o.paint(r[0].color, fmt.Sprintf("%-11s", r[0].text)), o.paint(r[1].color, r[1].text), o.paint(r[2].color, r[2].text))
-			fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
-		}
-		return exitOK
-	}
-	for _, r := range rows {
-		fmt.Fprintf(a.stdout, "%s\t%s\n", r[0].text, r[1].text)
-	}
-	return exitOK
-}
-
-func histParen(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "(" + s + ")"
-}
-
 func historySessions(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newHistFlagSet(a, "history sessions")
+	fs := newReviewFlagSet("history sessions")
 	hf.register(fs, false, 0)
 	limit := fs.Int("limit", 50, "at most this many sessions (0: all)")
-	pos, err := histParse(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 || *limit < 0 {
 		return usageErr(a, "history sessions", errors.New("usage: limitscope history sessions [--limit N] [--json]"))
@@ -1168,21 +721,21 @@ func historySessions(ctx context.Context, a *app, args []string) int {
 		if list == nil {
 			list = []store.Session{}
 		}
-		return histWriteJSON(a, map[string]any{"db": path, "sessions": list})
+		return writeJSON(a, map[string]any{"db": path, "sessions": list})
 	}
-	o := newHistOut(a)
+	o := newTextOut(a)
 	if len(list) == 0 && o.tty {
 		fmt.Fprintf(a.stderr, "no sessions in %s\n", path)
 		return exitOK
 	}
-	var rows [][]histCell
+	var rows [][]cell
 	for _, s := range list {
 		content := "yes"
 		if s.NoContent {
 			content = "no"
 		}
-		rows = append(rows, []histCell{{strconv.FormatUint(uint64(s.ID), 10), ansiCyan}, {o.when(s.Started), ansiDim}, {o.when(s.Ended), ansiDim},
-			{s.Command, ""}, {s.Mode, ""}, {s.Version, ""}, {strconv.Itoa(s.PID), ""}, {content, ""}})
+		rows = append(rows, []cell{{strconv.FormatUint(uint64(s.ID), 10), o.id}, {o.when(s.Started), o.dim}, {o.when(s.Ended), o.dim},
+			{s.Command, nil}, {s.Mode, nil}, {s.Version, nil}, {strconv.Itoa(s.PID), nil}, {content, nil}})
 	}
 	o.table([]string{"ID", "STARTED", "ENDED", "COMMAND", "MODE", "VERSION", "PID", "CONTENT"}, rows)
 	return exitOK

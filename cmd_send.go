@@ -196,24 +196,3 @@ func (p *sendPrinter) finish(res retry.Result, provs *calls.Providers) {
 		}
 	}
 }
-
-func describeError(c stream.Class, status int, code string) string {
-	s := string(c)
-	if status != 0 {
-		s = fmt.Sprintf("%d %s", status, s)
-	}
-	if code != "" {
-		s += " " + code
-	}
-	return s
-}
-
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
-}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+
 	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/retry"
 )
@@ -73,10 +75,9 @@ type sessionFlags struct{ sim bool }
 // the simulator.
 func (a *app) simRequested(sf sessionFlags) bool { return calls.SimRequested(a.getenv, sf.sim) }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal. /dev/null is a character
+// device but not a terminal: output redirected there carries no colour.
+func isTerminal(f *os.File) bool { return term.IsTerminal(f.Fd()) }
 
 // run dispatches a command line and returns the exit code.
 func run(ctx context.Context, a *app, args []string) int {

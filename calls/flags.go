@@ -34,7 +34,7 @@ type SimFlags struct {
 	Sim          bool   // --sim (or LIMITSCOPE_SIM=1)
 	Scenario     string // --scenario ("" => calm, or the scenario file's own)
 	ScenarioFile string // --scenario-file
-	Seed         int64  // --seed (0: a random seed per run)
+	Seed         int64  // --seed (0: a fresh seed per run)
 	Answer       string // --answer: the answers' shape
 }
 
@@ -65,7 +65,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Sim.Sim, "sim", false, "use the built-in simulator (also LIMITSCOPE_SIM=1)")
 	fs.StringVar(&f.Sim.Scenario, "scenario", "", "simulator scenario (default calm, or the scenario file's own; see limitscope sim --list)")
 	fs.StringVar(&f.Sim.ScenarioFile, "scenario-file", "", "simulator scenario file (see sim/README.md)")
-	fs.Int64Var(&f.Sim.Seed, "seed", 0, "the simulator's seed for its answers and fault draws (0: a random seed per run)")
+	fs.Int64Var(&f.Sim.Seed, "seed", 0, "the simulator's seed for its answers and fault draws (0: a fresh seed per run)")
 	fs.StringVar(&f.Sim.Answer, "answer", "", "the simulator's answer shape (words, paragraph:1MB, paragraphs, code; see sim/README.md)")
 }
 

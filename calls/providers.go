@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/limitscope/limitscope/retry"
@@ -65,12 +64,8 @@ func OpenProviders(ctx context.Context, getenv func(string) string, sf SimFlags,
 		}
 		return p, nil
 	}
-	seed := sf.Seed
-	if seed == 0 {
-		// Each run draws its own faults and text unless --seed fixes them.
-		seed = rand.Int64N(1<<62) + 1
-	}
-	r, err := sim.Start(ctx, "127.0.0.1:0", sim.Options{Scenario: sf.Scenario, ScenarioFile: sf.ScenarioFile, Seed: seed, Answer: sf.Answer})
+	// Seed 0 is the simulator's rule (sim.Options.Seed: a random seed).
+	r, err := sim.Start(ctx, "127.0.0.1:0", sim.Options{Scenario: sf.Scenario, ScenarioFile: sf.ScenarioFile, Seed: sf.Seed, Answer: sf.Answer})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}

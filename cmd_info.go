@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/limitscope/limitscope/proxy"
+	"github.com/limitscope/limitscope/store"
+)
+
+// runInfo is `limitscope info`: the paths in use, like `k9s info`.
+func runInfo(ctx context.Context, a *app, args []string) int {
+	var hf historyFlags
+	fs := newReviewFlagSet("info")
+	hf.register(fs, false, 0)
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(a, "info", fmt.Errorf("unexpected argument %q", pos[0]))
+	}
+	p, perr := store.ResolvePaths(a.getenv)
+	if hf.db != "" {
+		p.DB, p.DBSource, perr = hf.db, "--db", nil
+	}
+	if perr != nil {
+		return histFail(a, perr)
+	}
+	doc := struct {
+		Version string `json:"version"`
+		store.Paths
+		DBExists       bool   `json:"db_exists"`
+		DBBytes        int64  `json:"db_bytes"`
+		Schema         int    `json:"schema"`
+		ProxyTokenFile string `json:"proxy_token_file,omitempty"`
+		ProxyToken     string `json:"proxy_token,omitempty"`
+	}{Version: version, Paths: p, Schema: store.SchemaVersion}
+	// The proxy's token is made on first use; this is where a user reads it
+	// to give their application (it is never logged).
+	if p.ConfigDir != "" {
+		doc.ProxyTokenFile = proxy.TokenPath(p.ConfigDir)
+		tok, err := proxy.LoadOrCreateToken(doc.ProxyTokenFile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "limitscope info: proxy token: %v\n", err)
+		}
+		doc.ProxyToken = tok
+	}
+	if fi, err := os.Stat(p.DB); err == nil {
+		doc.DBExists, doc.DBBytes = true, fi.Size()
+	}
+	if hf.asJSON {
+		return writeJSON(a, doc)
+	}
+	o := newTextOut(a)
+	dbNote := paren(p.DBSource)
+	if doc.DBExists {
+		dbNote += ", " + byteSize(doc.DBBytes)
+	} else {
+		dbNote += ", not created yet"
+	}
+	rows := [][]cell{
+		{{"version", o.bold}, {version, nil}, {"", nil}},
+		{{"history", o.bold}, {p.DB, o.id}, {dbNote, o.dim}},
+		{{"state dir", o.bold}, {p.StateDir, nil}, {"", nil}},
+		{{"config dir", o.bold}, {p.ConfigDir, nil}, {paren(p.ConfigSource), o.dim}},
+	}
+	if doc.ProxyToken != "" {
+		rows = append(rows, []cell{{"proxy token", o.bold}, {doc.ProxyToken, nil}, {"(" + doc.ProxyTokenFile + ", 0600)", o.dim}})
+	}
+	if o.tty {
+		for _, r := range rows {
+			line := fmt.Sprintf("%s %s  %s", o.paint(r[0].style, fmt.Sprintf("%-11s", r[0].text)), o.paint(r[1].style, r[1].text), o.paint(r[2].style, r[2].text))
+			fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
+		}
+		return exitOK
+	}
+	for _, r := range rows {
+		fmt.Fprintf(a.stdout, "%s\t%s\n", r[0].text, r[1].text)
+	}
+	return exitOK
+}
