@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// readmeCommand is one command the README shows.
+type readmeCommand struct {
+	line string   // as written
+	args []string // after "go run ." or "limitscope"
+}
+
+// readmeCommands extracts every command the README shows: each line of a
+// ```sh block, and each "$ limitscope ..." line of a captured run.
+func readmeCommands(t *testing.T) []readmeCommand {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []readmeCommand
+	inSh, inBlock := false, false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			if inBlock {
+				inSh, inBlock = false, false
+			} else {
+				inBlock, inSh = true, strings.TrimPrefix(line, "```") == "sh"
+			}
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		cmd := ""
+		switch {
+		case inSh:
+			cmd, _, _ = strings.Cut(line, "#")
+		case strings.HasPrefix(line, "$ limitscope "):
+			cmd = strings.TrimPrefix(line, "$ ")
+		}
+		cmd = strings.TrimSpace(cmd)
+		if cmd == "" {
+			continue
+		}
+		words := shellWords(t, cmd)
+		switch {
+		case len(words) >= 2 && words[0] == "go" && words[1] == "test":
+			out = append(out, readmeCommand{line: cmd, args: nil})
+			continue
+		case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == ".":
+			words = words[3:]
+		case words[0] == "limitscope":
+			words = words[1:]
+		default:
+			t.Fatalf("README command %q: not go run . or limitscope", cmd)
+		}
+		out = append(out, readmeCommand{line: cmd, args: words})
+	}
+	return out
+}
+
+// shellWords splits a command line as sh would for the simple quoting the
+// README uses ("..." and '...').
+func shellWords(t *testing.T, s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case unicode.IsSpace(r):
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %q", s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// TestREADMEExamples runs every command the README shows, on the
+// simulator with no key, in the order written and sharing one history, and
+// checks each does what the README says of it.
+func TestREADMEExamples(t *testing.T) {
+	cmds := readmeCommands(t)
+	if len(cmds) < 6 {
+		t.Fatalf("found %d README commands; the extraction is broken", len(cmds))
+	}
+	dir := t.TempDir()
+	env := e2eEnv(t, dir)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCmd := func(args []string) (int, string, string) {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), out.String(), errb.String()
+		} else if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return 0, out.String(), errb.String()
+	}
+	sends := 0
+	for _, c := range cmds {
+		c := c
+		switch {
+		case c.args == nil:
+			// "go test ./..." is this very run.
+			continue
+		case len(c.args) == 0:
+			// The console: on the simulator when no key is set.
+			t.Run("console", func(t *testing.T) {
+				e := startE2E(t, e2eEnv(t, t.TempDir()))
+				e.waitText("SIMULATED", "Type a prompt")
+			})
+		case c.args[0] == "send":
+			sends++
+			code, out, errOut := runCmd(c.args)
+			if code != exitOK {
+				t.Errorf("%s: exit %d\n%s", c.line, code, errOut)
+				continue
+			}
+			if !contains(c.args, "--json") {
+				if strings.TrimSpace(out) == "" || !strings.Contains(errOut, "served by") || !strings.Contains(errOut, "simulator") {
+					t.Errorf("%s: want the answer on stdout and who served from the simulator on stderr; got\n%s\n%s", c.line, out, errOut)
+				}
+				continue
+			}
+			var doc sendDoc
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Errorf("%s: not one JSON document: %v\n%s", c.line, err, out)
+				continue
+			}
+			if doc.Outcome != "ok" || !doc.Simulated || doc.ServedBy == nil {
+				t.Errorf("%s: outcome %s simulated %v served by %v", c.line, doc.Outcome, doc.Simulated, doc.ServedBy)
+				continue
+			}
+			// The headless failover example: the fallback serves.
+			if fb := flagValue(c.args, "--fallback"); fb != "" && doc.ServedBy.String() != fb {
+				t.Errorf("%s: served by %s, want the fallback %s (the README's failover example fails over); attempts %s",
+					c.line, doc.ServedBy, fb, requestsBy(doc))
+			}
+		case c.args[0] == "history":
+			code, out, errOut := runCmd(c.args)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if code != exitOK || len(lines) != 1+sends || !strings.HasPrefix(lines[0], "ID\tSTARTED") {
+				t.Errorf("%s: exit %d, want a header and the %d calls sent before it:\n%s%s", c.line, code, sends, out, errOut)
+			}
+		case c.args[0] == "sim" && contains(c.args, "--list"):
+			code, out, _ := runCmd(c.args)
+			for _, want := range []string{"SCENARIO", "calm", "failover-demo", "FAULT", "rate_limit"} {
+				if code != exitOK || !strings.Contains(out, want) {
+					t.Errorf("%s: exit %d, output lacks %q", c.line, code, want)
+				}
+			}
+		case c.args[0] == "bench":
+			// A captured run of minutes: run the limitscope policy of it,
+			// smaller, and check what the README says of that row.
+			args := append(append([]string(nil), c.args...), "--policy", "limitscope", "--requests", "6", "--concurrency", "2", "--json")
+			code, out, errOut := runCmd(args)
+			var rep struct {
+				Policies []struct {
+					Policy     string `json:"policy"`
+					Completed  int    `json:"completed"`
+					Stopped    int    `json:"stopped"`
+					AfterQuota int    `json:"requests_after_quota"`
+				} `json:"policies"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || len(rep.Policies) != 1 {
+				t.Errorf("%s: exit %d, %v\n%s%s", c.line, code, err, out, errOut)
+				continue
+			}
+			p := rep.Policies[0]
+			if flagValue(c.args, "--scenario") == "spend-cap" {
+				if p.Stopped == 0 || p.AfterQuota != 0 {
+					t.Errorf("%s: limitscope stopped %d, after quota %d; the README says it stops and sends nothing after the quota error", c.line, p.Stopped, p.AfterQuota)
+				}
+			} else if p.Completed != 6 {
+				t.Errorf("%s: limitscope completed %d/6; the README says all complete", c.line, p.Completed)
+			}
+		default:
+			t.Errorf("README command %q has no check here: add one", c.line)
+		}
+	}
+}
+
+func contains(args []string, s string) bool {
+	for _, a := range args {
+		if a == s {
+			return true
+		}
+	}
+	return false
+}
+
+// flagValue is the value after flag in args ("" if absent).
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
