@@ -36,15 +36,15 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestProxyCommandOnSimulator(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	cfgHome := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", cfgHome)
+	env := isolatedEnv(t, map[string]string{"XDG_CONFIG_HOME": cfgHome})
 	cfg := filepath.Join(t.TempDir(), "proxy.json")
 	if err := os.WriteFile(cfg, []byte(`{"aliases":{"fast":["openai/gpt-5.4-mini","anthropic/claude-haiku-5-5"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	errOut := &lockedBuffer{}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: errOut, getenv: os.Getenv, now: time.Now}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: errOut, getenv: getenvOf(env), now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	code := make(chan int, 1)
@@ -101,7 +101,7 @@ func TestProxyCommandOnSimulator(t *testing.T) {
 	if !strings.Contains(out, "OPENAI_BASE_URL=http://"+addr+"/v1") || !strings.Contains(out, `model="fast"`) || !strings.Contains(out, `client="curl/8.5.0"`) {
 		t.Errorf("stderr: %s", out)
 	}
-	calls, err := (&store.Reader{Path: os.Getenv("LIMITSCOPE_DB")}).List(context.Background(), store.Filter{})
+	calls, err := (&store.Reader{Path: env["LIMITSCOPE_DB"]}).List(context.Background(), store.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

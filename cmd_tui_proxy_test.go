@@ -82,11 +82,12 @@ func (s *screenTap) get() string {
 // the in-process simulator, the console shows the call as the proxy's, the
 // session counts it, and the history has it. The token is never printed.
 func TestConsoleProxyEndToEnd(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	cfgHome := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", cfgHome)
+	env := isolatedEnv(t, map[string]string{"XDG_CONFIG_HOME": cfgHome})
 	errOut := &lockedBuffer{}
 	a := consoleApp(errOut)
+	a.getenv = getenvOf(env)
 	tap := &screenTap{}
 	pr, pw := io.Pipe()
 	defer pw.Close()
@@ -179,7 +180,7 @@ func TestConsoleProxyEndToEnd(t *testing.T) {
 	if strings.Contains(errOut.String(), token) {
 		t.Error("the token was printed")
 	}
-	rd := &store.Reader{Path: os.Getenv("LIMITSCOPE_DB")}
+	rd := &store.Reader{Path: env["LIMITSCOPE_DB"]}
 	calls, err := rd.List(context.Background(), store.Filter{})
 	if err != nil {
 		t.Fatal(err)

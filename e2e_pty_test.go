@@ -258,15 +258,14 @@ func (e *e2eTerm) waitExit() int {
 // screen.
 func firstStart(t *testing.T) *e2eTerm {
 	t.Helper()
-	for _, v := range stream.AllEnvVars() {
-		t.Setenv(v, "")
-	}
+	// e2eEnv drops every provider variable from the child's environment.
 	e := startE2E(t, e2eEnv(t, t.TempDir()))
 	e.waitText("SIMULATED", "READY", "Type a prompt")
 	return e
 }
 
 func TestE2EFirstStartAnswersAPrompt(t *testing.T) {
+	t.Parallel()
 	e := firstStart(t)
 	s := e.screen()
 	for _, w := range []string{"limitscope", "targets", "conversation", "openai/gpt-5.4-mini"} {
@@ -287,6 +286,7 @@ func TestE2EFirstStartAnswersAPrompt(t *testing.T) {
 }
 
 func TestE2EFailoverDemo(t *testing.T) {
+	t.Parallel()
 	e := firstStart(t)
 	before := e.screen()
 	e.send("\t") // leave the input
@@ -307,6 +307,7 @@ func TestE2EFailoverDemo(t *testing.T) {
 }
 
 func TestE2EQuitRestoresTheTerminal(t *testing.T) {
+	t.Parallel()
 	e := firstStart(t)
 	before, err := unix.IoctlGetTermios(int(e.tty.Fd()), unix.TCGETS)
 	if err != nil {
@@ -525,6 +526,7 @@ func historyCall(i int, t0 time.Time) (retry.Call, []retry.Event) {
 }
 
 func TestE2EHistoryShowsTheAnsweredCall(t *testing.T) {
+	t.Parallel()
 	e := firstStart(t)
 	e.send("Where did the tokens go?")
 	e.waitText("Where did the tokens go?")

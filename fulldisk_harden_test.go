@@ -50,10 +50,10 @@ func fullDiskSendChild(db string) {
 // answers and exits 0, says once per command that the call was not saved,
 // and every call it did not warn about is in the history, whole.
 func TestSendOnAFullDisk(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "state", "history.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+db)
+	cmd.Env = append(environ(isolatedEnv(t)), fullDiskEnv+"="+db)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)

@@ -17,14 +17,15 @@ import (
 // written never costs the answer or the exit code; it is one clear warning
 // on stderr naming the path.
 func TestSendGoesOnWhenTheHistoryCannotBeWritten(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
+	env := isolatedEnv(t)
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "state")
 	if err := os.WriteFile(blocker, []byte("a file where the directory should be"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(blocker, "history.db")
-	ta := newTestApp(nil)
+	ta := newTestApp(env)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -49,9 +50,10 @@ func TestSendGoesOnWhenTheHistoryCannotBeWritten(t *testing.T) {
 // send still answers, exits 0, and saves the call once the lock goes,
 // before it exits: nothing is lost and nothing is reported unsaved.
 func TestSendWaitsOutALockedHistory(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
+	env := isolatedEnv(t)
 	db := filepath.Join(t.TempDir(), "history.db")
-	ta := newTestApp(nil)
+	ta := newTestApp(env)
 	if code := run(context.Background(), ta.app, []string{"send", "--sim", "--max-tokens", "4", "--db", db, "--model", "openai/gpt-5.4-mini", "first"}); code != exitOK {
 		t.Fatalf("first send: exit %d %s", code, ta.errOut)
 	}
@@ -65,7 +67,7 @@ func TestSendWaitsOutALockedHistory(t *testing.T) {
 		_ = holder.Close()
 		close(released)
 	}()
-	ta = newTestApp(nil)
+	ta = newTestApp(env)
 	start := time.Now()
 	code := run(context.Background(), ta.app, []string{"send", "--sim", "--max-tokens", "4", "--db", db, "--model", "openai/gpt-5.4-mini", "second"})
 	<-released

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -105,6 +106,7 @@ func shellWords(t *testing.T, s string) []string {
 // simulator with no key, in the order written and sharing one history, and
 // checks each does what the README says of it.
 func TestREADMEExamples(t *testing.T) {
+	t.Parallel()
 	cmds := readmeCommands(t)
 	if len(cmds) < 6 {
 		t.Fatalf("found %d README commands; the extraction is broken", len(cmds))
@@ -125,91 +127,120 @@ func TestREADMEExamples(t *testing.T) {
 		if errors.As(err, &ee) {
 			return ee.ExitCode(), out.String(), errb.String()
 		} else if err != nil {
-			t.Fatalf("%v: %v", args, err)
+			t.Errorf("%v: %v", args, err)
+			return -1, "", ""
 		}
 		return 0, out.String(), errb.String()
 	}
+	// Commands run in README order; those between two history commands
+	// run at once (each answer is paced as a real one), and a history
+	// command waits for every command before it.
 	sends := 0
+	var wg sync.WaitGroup
+	var console []readmeCommand // run last, on this goroutine (the pty harness may stop the test)
 	for _, c := range cmds {
 		c := c
-		switch {
-		case c.args == nil:
-			// "go test ./..." is this very run.
+		if c.args != nil && len(c.args) == 0 {
+			console = append(console, c)
 			continue
-		case len(c.args) == 0:
-			// The console: on the simulator when no key is set.
-			t.Run("console", func(t *testing.T) {
-				e := startE2E(t, e2eEnv(t, t.TempDir()))
-				e.waitText("SIMULATED", "Type a prompt")
-			})
-		case c.args[0] == "send":
-			sends++
-			code, out, errOut := runCmd(c.args)
-			if code != exitOK {
-				t.Errorf("%s: exit %d\n%s", c.line, code, errOut)
-				continue
-			}
-			if !contains(c.args, "--json") {
-				if strings.TrimSpace(out) == "" || !strings.Contains(errOut, "served by") || !strings.Contains(errOut, "simulator") {
-					t.Errorf("%s: want the answer on stdout and who served from the simulator on stderr; got\n%s\n%s", c.line, out, errOut)
-				}
-				continue
-			}
-			var doc sendDoc
-			if err := json.Unmarshal([]byte(out), &doc); err != nil {
-				t.Errorf("%s: not one JSON document: %v\n%s", c.line, err, out)
-				continue
-			}
-			if doc.Outcome != "ok" || !doc.Simulated || doc.ServedBy == nil {
-				t.Errorf("%s: outcome %s simulated %v served by %v", c.line, doc.Outcome, doc.Simulated, doc.ServedBy)
-				continue
-			}
-			// The headless failover example: the fallback serves.
-			if fb := flagValue(c.args, "--fallback"); fb != "" && doc.ServedBy.String() != fb {
-				t.Errorf("%s: served by %s, want the fallback %s (the README's failover example fails over); attempts %s",
-					c.line, doc.ServedBy, fb, requestsBy(doc))
-			}
-		case c.args[0] == "history":
-			code, out, errOut := runCmd(c.args)
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if code != exitOK || len(lines) != 1+sends || !strings.HasPrefix(lines[0], "ID\tSTARTED") {
-				t.Errorf("%s: exit %d, want a header and the %d calls sent before it:\n%s%s", c.line, code, sends, out, errOut)
-			}
-		case c.args[0] == "sim" && contains(c.args, "--list"):
-			code, out, _ := runCmd(c.args)
-			for _, want := range []string{"SCENARIO", "calm", "failover-demo", "FAULT", "rate_limit"} {
-				if code != exitOK || !strings.Contains(out, want) {
-					t.Errorf("%s: exit %d, output lacks %q", c.line, code, want)
-				}
-			}
-		case c.args[0] == "bench":
-			// A captured run of minutes: run the limitscope policy of it,
-			// smaller, and check what the README says of that row.
-			args := append(append([]string(nil), c.args...), "--policy", "limitscope", "--requests", "6", "--concurrency", "2", "--json")
-			code, out, errOut := runCmd(args)
-			var rep struct {
-				Policies []struct {
-					Policy     string `json:"policy"`
-					Completed  int    `json:"completed"`
-					Stopped    int    `json:"stopped"`
-					AfterQuota int    `json:"requests_after_quota"`
-				} `json:"policies"`
-			}
-			if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || len(rep.Policies) != 1 {
-				t.Errorf("%s: exit %d, %v\n%s%s", c.line, code, err, out, errOut)
-				continue
-			}
-			p := rep.Policies[0]
-			if flagValue(c.args, "--scenario") == "spend-cap" {
-				if p.Stopped == 0 || p.AfterQuota != 0 {
-					t.Errorf("%s: limitscope stopped %d, after quota %d; the README says it stops and sends nothing after the quota error", c.line, p.Stopped, p.AfterQuota)
-				}
-			} else if p.Completed != 6 {
-				t.Errorf("%s: limitscope completed %d/6; the README says all complete", c.line, p.Completed)
-			}
-		default:
-			t.Errorf("README command %q has no check here: add one", c.line)
 		}
+		if len(c.args) > 0 && c.args[0] == "history" {
+			wg.Wait()
+			check(t, c, sends, runCmd)
+			continue
+		}
+		if len(c.args) > 0 && c.args[0] == "send" {
+			sends++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			check(t, c, sends, runCmd)
+		}()
+	}
+	wg.Wait()
+	for _, c := range console {
+		check(t, c, 0, runCmd)
+	}
+}
+
+// check runs one README command and checks it does what the README says;
+// sends is how many send commands come before it.
+func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int, string, string)) {
+	switch {
+	case c.args == nil:
+		// "go test ./..." is this very run.
+		return
+	case len(c.args) == 0:
+		// The console: on the simulator when no key is set.
+		e := startE2E(t, e2eEnv(t, t.TempDir()))
+		e.waitText("SIMULATED", "Type a prompt")
+	case c.args[0] == "send":
+		code, out, errOut := runCmd(c.args)
+		if code != exitOK {
+			t.Errorf("%s: exit %d\n%s", c.line, code, errOut)
+			return
+		}
+		if !contains(c.args, "--json") {
+			if strings.TrimSpace(out) == "" || !strings.Contains(errOut, "served by") || !strings.Contains(errOut, "simulator") {
+				t.Errorf("%s: want the answer on stdout and who served from the simulator on stderr; got\n%s\n%s", c.line, out, errOut)
+			}
+			return
+		}
+		var doc sendDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Errorf("%s: not one JSON document: %v\n%s", c.line, err, out)
+			return
+		}
+		if doc.Outcome != "ok" || !doc.Simulated || doc.ServedBy == nil {
+			t.Errorf("%s: outcome %s simulated %v served by %v", c.line, doc.Outcome, doc.Simulated, doc.ServedBy)
+			return
+		}
+		// The headless failover example: the fallback serves.
+		if fb := flagValue(c.args, "--fallback"); fb != "" && doc.ServedBy.String() != fb {
+			t.Errorf("%s: served by %s, want the fallback %s (the README's failover example fails over); attempts %s",
+				c.line, doc.ServedBy, fb, requestsBy(doc))
+		}
+	case c.args[0] == "history":
+		code, out, errOut := runCmd(c.args)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != exitOK || len(lines) != 1+sends || !strings.HasPrefix(lines[0], "ID\tSTARTED") {
+			t.Errorf("%s: exit %d, want a header and the %d calls sent before it:\n%s%s", c.line, code, sends, out, errOut)
+		}
+	case c.args[0] == "sim" && contains(c.args, "--list"):
+		code, out, _ := runCmd(c.args)
+		for _, want := range []string{"SCENARIO", "calm", "failover-demo", "FAULT", "rate_limit"} {
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("%s: exit %d, output lacks %q", c.line, code, want)
+			}
+		}
+	case c.args[0] == "bench":
+		// A captured run of minutes: run the limitscope policy of it,
+		// smaller, and check what the README says of that row.
+		args := append(append([]string(nil), c.args...), "--policy", "limitscope", "--requests", "6", "--concurrency", "2", "--json")
+		code, out, errOut := runCmd(args)
+		var rep struct {
+			Policies []struct {
+				Policy     string `json:"policy"`
+				Completed  int    `json:"completed"`
+				Stopped    int    `json:"stopped"`
+				AfterQuota int    `json:"requests_after_quota"`
+			} `json:"policies"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || len(rep.Policies) != 1 {
+			t.Errorf("%s: exit %d, %v\n%s%s", c.line, code, err, out, errOut)
+			return
+		}
+		p := rep.Policies[0]
+		if flagValue(c.args, "--scenario") == "spend-cap" {
+			if p.Stopped == 0 || p.AfterQuota != 0 {
+				t.Errorf("%s: limitscope stopped %d, after quota %d; the README says it stops and sends nothing after the quota error", c.line, p.Stopped, p.AfterQuota)
+			}
+		} else if p.Completed != 6 {
+			t.Errorf("%s: limitscope completed %d/6; the README says all complete", c.line, p.Completed)
+		}
+	default:
+		t.Errorf("README command %q has no check here: add one", c.line)
 	}
 }
 

@@ -204,8 +204,8 @@ func TestSendNoKey(t *testing.T) {
 // TestSendSim: --sim works with no key, streams the answer to stdout and
 // says on stderr that the simulator answered.
 func TestSendSim(t *testing.T) {
-	clearEnv(t)
-	ta := newTestApp(map[string]string{"OPENAI_BASE_URL": "http://192.0.2.1:9/never-used"})
+	t.Parallel()
+	ta := newTestApp(isolatedEnv(t, map[string]string{"OPENAI_BASE_URL": "http://192.0.2.1:9/never-used"}))
 	code := run(context.Background(), ta.app, []string{"send", "--sim", "--model", "openai/gpt-5.4-mini", "hi"})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.errOut)

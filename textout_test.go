@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ func reviewChild(t *testing.T, env []string, out *os.File, args ...string) {
 // no escape code to a file (/dev/null is covered by TestDevNullIsNotATerminal),
 // or to a terminal with NO_COLOR or TERM=dumb; a plain terminal gets colour.
 func TestRedirectedOutputHasNoEscapeCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "history.db")
 	seedHistory(t, db)
@@ -65,53 +67,69 @@ func TestRedirectedOutputHasNoEscapeCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := e2eEnv(t, dir)
+	// The proxy's token is made once, before the parallel runs read it.
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewChild(t, base, devnull, "info")
+	devnull.Close()
 	cmds := [][]string{{"history"}, {"history", "show", "2"}, {"history", "stats"}, {"history", "sessions"}, {"cooldowns"}, {"info"}}
 	run := func(name string, env []string, onPty bool, wantColour bool) {
-		for _, args := range cmds {
-			var got []byte
-			if onPty {
-				ptm, tty, err := pty.Open()
-				if err != nil {
-					t.Skipf("no pty: %v", err)
-				}
-				done := make(chan []byte)
-				go func() {
-					var b bytes.Buffer
-					buf := make([]byte, 4096)
-					for {
-						n, err := ptm.Read(buf)
-						b.Write(buf[:n])
-						if err != nil {
-							break
-						}
-					}
-					done <- b.Bytes()
-				}()
-				reviewChild(t, env, tty, args...)
-				tty.Close()
-				got = <-done
-				ptm.Close()
-			} else {
-				f, err := os.Create(filepath.Join(dir, "out"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				reviewChild(t, env, f, args...)
-				f.Close()
-				if got, err = os.ReadFile(f.Name()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			has := bytes.Contains(got, []byte("\x1b["))
-			if has && !wantColour || !has && wantColour && len(args) == 1 && args[0] == "history" {
-				t.Errorf("%s %v: escape codes %v, want %v:\n%q", name, args, has, wantColour, got)
-			}
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runMode(t, name, env, onPty, wantColour, cmds)
+		})
 	}
 	run("to a file", base, false, false)
-	run("on a terminal with NO_COLOR", append(base, "NO_COLOR=1"), true, false)
-	run("on a terminal with TERM=dumb", append(base, "TERM=dumb"), true, false)
+	run("on a terminal with NO_COLOR", slices.Concat(base, []string{"NO_COLOR=1"}), true, false)
+	run("on a terminal with TERM=dumb", slices.Concat(base, []string{"TERM=dumb"}), true, false)
 	run("on a terminal", base, true, true)
+}
+
+// runMode runs each of cmds with its output on a file or a pty and checks
+// for escape codes.
+func runMode(t *testing.T, name string, env []string, onPty, wantColour bool, cmds [][]string) {
+	for _, args := range cmds {
+		var got []byte
+		if onPty {
+			ptm, tty, err := pty.Open()
+			if err != nil {
+				t.Skipf("no pty: %v", err)
+			}
+			done := make(chan []byte)
+			go func() {
+				var b bytes.Buffer
+				buf := make([]byte, 4096)
+				for {
+					n, err := ptm.Read(buf)
+					b.Write(buf[:n])
+					if err != nil {
+						break
+					}
+				}
+				done <- b.Bytes()
+			}()
+			reviewChild(t, env, tty, args...)
+			tty.Close()
+			got = <-done
+			ptm.Close()
+		} else {
+			f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reviewChild(t, env, f, args...)
+			f.Close()
+			if got, err = os.ReadFile(f.Name()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		has := bytes.Contains(got, []byte("\x1b["))
+		if has && !wantColour || !has && wantColour && len(args) == 1 && args[0] == "history" {
+			t.Errorf("%s %v: escape codes %v, want %v:\n%q", name, args, has, wantColour, got)
+		}
+	}
 }
 
 // TestTableAlignsByDisplayWidth: on a terminal, a column after wide

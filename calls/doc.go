@@ -26,13 +26,6 @@ type Env struct {
 	Version string              // limitscope's version, recorded with each session
 }
 
-func (e Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
-}
-
 func (e Env) stderr() io.Writer {
 	if e.Stderr != nil {
 		return e.Stderr
