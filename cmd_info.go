@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/limitscope/limitscope/proxy"
+	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/store"
 )
 
@@ -41,12 +41,11 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	// The proxy's token is made on first use; this is where a user reads it
 	// to give their application (it is never logged).
 	if p.ConfigDir != "" {
-		doc.ProxyTokenFile = proxy.TokenPath(p.ConfigDir)
-		tok, err := proxy.LoadOrCreateToken(doc.ProxyTokenFile)
+		tok, path, err := calls.ProxyToken(a.getenv)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "limitscope info: proxy token: %v\n", err)
+			fmt.Fprintf(a.stderr, "limitscope info: %v\n", err)
 		}
-		doc.ProxyToken = tok
+		doc.ProxyToken, doc.ProxyTokenFile = tok, path
 	}
 	if fi, err := os.Stat(p.DB); err == nil {
 		doc.DBExists, doc.DBBytes = true, fi.Size()
