@@ -454,16 +454,24 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
-	st, err := (&store.Reader{Path: path}).Stats(ctx, f)
+	rd := &store.Reader{Path: path}
+	st, err := rd.Stats(ctx, f)
+	if err != nil {
+		return histFail(a, err)
+	}
+	// How many of the calls counted ran on the simulator: the numbers mix
+	// both until the store can filter stats by mode.
+	simulated, err := countSimulated(ctx, rd, f)
 	if err != nil {
 		return histFail(a, err)
 	}
 	if hf.asJSON {
 		doc := struct {
-			DB        string                `json:"db"`
-			Providers []store.ProviderStats `json:"providers"`
-			Total     store.ProviderStats   `json:"total"`
-		}{DB: path, Providers: st[:len(st)-1], Total: st[len(st)-1]}
+			DB             string                `json:"db"`
+			Providers      []store.ProviderStats `json:"providers"`
+			Total          store.ProviderStats   `json:"total"`
+			SimulatedCalls int                   `json:"simulated_calls"`
+		}{DB: path, Providers: st[:len(st)-1], Total: st[len(st)-1], SimulatedCalls: simulated}
 		if doc.Providers == nil {
 			doc.Providers = []store.ProviderStats{}
 		}
@@ -496,7 +504,31 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if o.tty && st[len(st)-1].Calls == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
+	if total := st[len(st)-1].Calls; simulated > 0 {
+		fmt.Fprintf(a.stderr, "%d of these %d calls ran on the simulator (history list --mode real|simulated shows each)\n", simulated, total)
+	}
 	return exitOK
+}
+
+// countSimulated counts the calls f selects that a simulated session
+// recorded.
+func countSimulated(ctx context.Context, rd *store.Reader, f store.Filter) (int, error) {
+	modes, err := sessionModes(ctx, rd)
+	if err != nil {
+		return 0, err
+	}
+	f.Limit, f.BeforeID = 0, 0
+	calls, err := rd.List(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range calls {
+		if modeOf(modes, c.Session) == store.ModeSimulated {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func historyExport(ctx context.Context, a *app, args []string) int {

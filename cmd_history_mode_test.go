@@ -49,6 +49,12 @@ func TestHistoryListByMode(t *testing.T) {
 	if code, _, errOut := histRun(t, env, false, runHistory, "list", "--mode", "bogus"); code != exitUsage || !strings.Contains(errOut, "real or simulated") {
 		t.Errorf("--mode bogus: exit %d %s", code, errOut)
 	}
+	if code, out, errOut := histRun(t, env, false, runHistory, "stats"); code != exitOK || !strings.Contains(errOut, "3 of these 4 calls ran on the simulator") || strings.Contains(out, "simulator") {
+		t.Errorf("stats does not say how many calls were simulated: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := histRun(t, env, false, runHistory, "stats", "--json"); code != exitOK || !strings.Contains(out, `"simulated_calls": 3`) {
+		t.Errorf("stats --json lacks simulated_calls: %s", out)
+	}
 	code, out, _ := histRun(t, map[string]string{"LIMITSCOPE_DB": db, "NO_COLOR": "1"}, true, runHistory, "list")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != exitOK || !strings.HasSuffix(lines[0], "MODE") || !strings.HasSuffix(lines[1], "real") || !strings.HasSuffix(lines[2], "sim") {
