@@ -153,9 +153,10 @@ func TestREADMEExamples(t *testing.T) {
 			sends++
 		}
 		wg.Add(1)
+		before := sends
 		go func() {
 			defer wg.Done()
-			check(t, c, sends, runCmd)
+			check(t, c, before, runCmd)
 		}()
 	}
 	wg.Wait()
