@@ -4,8 +4,10 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/retry/retrytest"
 )
 
 // Issue 15 point 2: waiters for a concurrency slot are served first come,
@@ -85,5 +87,33 @@ func TestSlotWaiterLeavesQueue(t *testing.T) {
 	pm.Cancel(t0)
 	if st := p.State(A); st.InFlight != 0 {
 		t.Fatalf("%+v", st)
+	}
+}
+
+// Answers to requests sent at the same instant are all as new: the lowest
+// remaining is the truth whatever order they arrive in (found by the
+// independent bucket test: the simulator's seed 3 drew 2-4 429s of 92 when
+// the answer with more left arrived last).
+func TestSameRoundSnapshotsTakeTheLowest(t *testing.T) {
+	pace := func(order []int64) time.Duration {
+		p := &retry.Pacer{SlowStart: 8}
+		ctx := context.Background()
+		var pms []*retry.Permit
+		for range order {
+			pm, _ := p.Acquire(ctx, A)
+			pm.Reserve(t0)
+			pms = append(pms, pm)
+		}
+		at := t0.Add(50 * time.Millisecond)
+		for i, rem := range order {
+			r := retrytest.WithLimits(retrytest.OK("x"), reqWindow(300, rem, at.Add(time.Second)))
+			pms[i].Done(&r, at)
+		}
+		pm, _ := p.Acquire(ctx, A)
+		return pm.Reserve(at).Delay
+	}
+	lowFirst, lowLast := pace([]int64{0, 2, 1}), pace([]int64{2, 1, 0})
+	if lowFirst != lowLast || lowLast == 0 {
+		t.Fatalf("next request waits %v when the emptiest answer came first, %v when it came last; want the same, non-zero", lowFirst, lowLast)
 	}
 }

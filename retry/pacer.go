@@ -460,9 +460,12 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 		}
 	} else if !r.Limits.Empty() && !sent.Before(g.obsAt) {
 		// Only a snapshot newer than the last one used: answers arrive out
-		// of order.
+		// of order. Answers to requests sent at the same instant are all as
+		// new; the server counted them one after the other, so the lowest
+		// remaining is the truth, whatever order they arrive in.
+		sameRound := sent.Equal(g.obsAt)
 		g.obsAt = sent
-		p.resyncLocked(g, sent, r.Limits, now)
+		p.resyncLocked(g, sent, r.Limits, now, sameRound)
 	}
 
 	// Concurrency: AIMD with slow start.
@@ -596,7 +599,10 @@ func ewma(avg, x float64) float64 {
 
 // resyncLocked brings the gate in line with a limits snapshot of the
 // request sent at sent, received at now.
-func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time.Time) {
+//
+// With sameRound (the snapshot is as new as the last one used, not newer) it
+// may only make the bucket emptier.
+func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time.Time, sameRound bool) {
 	at := now
 	if !l.At.IsZero() && !l.At.After(now) && !l.At.Before(sent) {
 		at = l.At // when the headers arrived
@@ -624,7 +630,9 @@ func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time
 			}
 			avail := math.Min(float64(rw.Remaining), g.burst) - float64(later) - cushion(g.burst)
 			T := interval(rate)
-			g.tat = at.Add(time.Duration((g.burst - avail) * float64(T)))
+			if tat := at.Add(time.Duration((g.burst - avail) * float64(T))); !sameRound || tat.After(g.tat) {
+				g.tat = tat
+			}
 		} else if rw.Remaining <= 0 && rw.Reset.After(at) {
 			g.reqHold = laterOf(g.reqHold, rw.Reset)
 		}
