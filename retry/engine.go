@@ -27,11 +27,19 @@ type Policy struct {
 	IgnoreCooldown bool
 	// NoRetryAfterText: once any text of an attempt has reached the caller,
 	// an error ends the call instead of retrying or failing over (the proxy,
-	// whose caller cannot take text back).
+	// whose caller cannot take text back): gave_up (failed for a caller
+	// error), with that error in Result.Err and the text on the attempt's
+	// PartialText. A quota error still stops the call and sets its
+	// cooldown. Control.CanFailOver turns false at the first text.
 	NoRetryAfterText bool
 	// FailoverOnQuota: a quota stop still records its cooldown, but moves on
-	// to the next target on a different account (its Doer scope differs)
-	// instead of ending the call. Off by default: a person must act.
+	// to the next target on a different account (its Doer scope differs;
+	// targets on the stopped account are skipped, see Result.Skips) instead
+	// of ending the call; a cooldown found active before sending moves on
+	// the same way. Off by default: a person must act. On or off, a call
+	// that met a quota stop has Result.Cooldown and Result.ActionRequired
+	// set, also when another account answered (Outcome ok); the move is in
+	// Result.Moves with the quota error as its Cause.
 	FailoverOnQuota bool
 }
 
@@ -300,6 +308,9 @@ func (r *run) target(t stream.Target, next bool) step {
 			r.finish(OutcomeGaveUp, r.lastOr(stream.ClassServer, fmt.Sprintf("the budget of %d requests was spent", r.pol.MaxAttempts)))
 			return stepDone
 		}
+		if r.userMoved(t) {
+			return stepFailover
+		}
 		if s := r.cooldownHit(t, next); s != stepRetry {
 			return s
 		}
@@ -332,6 +343,25 @@ func (r *run) target(t stream.Target, next bool) step {
 			return stepFailover
 		}
 	}
+}
+
+// userMoved reports whether a FailOver came for t between two of its
+// waits and requests (not during one): the call moves on without sending
+// again, and the last attempt, when it was t's, records the user's move.
+func (r *run) userMoved(t stream.Target) bool {
+	select {
+	case <-r.failover:
+	default:
+		return false
+	}
+	r.move.ByUser = true
+	r.move.Reason = "failed over by you"
+	if n := len(r.res.Attempts); n > 0 && r.res.Attempts[n-1].Target == t {
+		a := &r.res.Attempts[n-1]
+		a.FailedOverByUser = true
+		r.move.Attempt, r.move.Cause = a.N, r.lastErr
+	}
+	return true
 }
 
 // sameAccount skips t, with FailoverOnQuota, when its account already met a

@@ -465,3 +465,23 @@ func TestNilPacerAndTargetState(t *testing.T) {
 		t.Fatalf("after the hold: %+v", ts)
 	}
 }
+
+// A FailOver between two requests (the wait before the retry was zero)
+// moves on without sending the retry.
+func TestFailOverBetweenRequests(t *testing.T) {
+	clearEnv(t)
+	ctl := retry.NewControl()
+	d := retrytest.NewDoer().
+		ScriptFunc(A.String(), func(context.Context, stream.Request, func(string)) stream.Result {
+			ctl.FailOver() // the user presses ctrl+f as the answer ends
+			return retrytest.Fail(500, stream.ClassServer, "api_error")
+		}).
+		Always(A.String(), retrytest.OK("a")).Always(B.String(), retrytest.OK("b"))
+	e, _ := newEngine(t, d) // Rand 0: a zero backoff
+	c := call(A, B)
+	c.Control = ctl
+	res, _ := runCall(e, c)
+	if servedBy(res) != B.String() || d.Count(A.String()) != 1 || !res.Attempts[0].FailedOverByUser || len(res.Moves) != 1 || !res.Moves[0].ByUser {
+		t.Fatalf("served by %s A%d attempts %+v moves %+v", servedBy(res), d.Count(A.String()), res.Attempts, res.Moves)
+	}
+}
