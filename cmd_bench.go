@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,8 @@ func runBench(ctx context.Context, a *app, args []string) int {
 	var (
 		model       = fs.String("model", "", "the target, provider/model (required)")
 		fallbacks   listFlag
-		requests    = fs.Int("requests", 120, "calls per policy")
+		requests    = fs.Int("requests", benchRequests, "calls per policy (the default run takes about a minute on the simulator)")
+		long        = fs.Bool("long", false, fmt.Sprintf("the long workload: %d calls per policy (about 5 minutes on the simulator's openai)", benchLongRequests))
 		concurrency = fs.Int("concurrency", 16, "workers per policy")
 		policyList  = fs.String("policy", strings.Join(bench.Policies(), ","), "policies to run, in order, comma-separated")
 		useSim      = fs.Bool("sim", false, "run on the built-in simulator, a fresh one per policy (also LIMITSCOPE_SIM=1)")
@@ -95,6 +97,9 @@ func runBench(ctx context.Context, a *app, args []string) int {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	explicit, scenarioSet := set["policy"], set["scenario"]
+	if *long && !set["requests"] {
+		*requests = benchLongRequests
+	}
 	var policies []string
 	for _, p := range strings.Split(*policyList, ",") {
 		if p = strings.TrimSpace(p); p == "" {
@@ -176,7 +181,23 @@ func runBench(ctx context.Context, a *app, args []string) int {
 	}
 
 	if f, ok := a.stderr.(*os.File); ok && isTerminal(f) && a.getenv("TERM") != "dumb" {
-		cfg.Progress = progressBar(a.stderr)
+		ps := cfg.Policies
+		if len(ps) == 0 {
+			ps = bench.Policies()
+		}
+		cfg.Progress = newProgress(a.stderr, ps, time.Now)
+	}
+	if !*asJSON {
+		// The title first, so a person knows at once what is running.
+		scen := ""
+		if simulated {
+			scen = *scenario
+		}
+		names := make([]string, len(chain))
+		for i, t := range chain {
+			names[i] = t.String()
+		}
+		fmt.Fprintf(a.stdout, "%s\n\n", bench.Title(names, simulated, scen, cfg.Requests, cfg.Concurrency))
 	}
 	rep, err := bench.Run(ctx, cfg, env)
 	if rep != nil {
@@ -212,7 +233,7 @@ func writeBenchReport(w io.Writer, rep *bench.Report, asJSON bool) error {
 		}
 		return nil
 	}
-	return rep.WriteTable(w)
+	return rep.WriteResults(w) // the title was printed before the run
 }
 
 func knownScenario(name string) bool {
@@ -224,12 +245,33 @@ func knownScenario(name string) bool {
 	return false
 }
 
+// The default and the long workload of bench, in calls per policy: the
+// default finishes in about a minute on the simulator (openai's comparison
+// policies take the longest), with the same conclusions as the long one.
+const (
+	benchRequests     = 30
+	benchLongRequests = 120
+)
+
 // progressBar returns a Progress callback drawing one line per policy on w
 // (a terminal): the policy, a bar and the count, redrawn in place.
 func progressBar(w io.Writer) func(policy string, done, total int) {
+	return newProgress(w, nil, nil)
+}
+
+// newProgress is progressBar with "policy k of n" (policies: the run's, in
+// order) and an ETA for the whole run (from now: the time per call so far,
+// and the finished policies' durations), when policies and now are set.
+func newProgress(w io.Writer, policies []string, now func() time.Time) func(policy string, done, total int) {
 	var mu sync.Mutex
 	lastPct := -1
 	lastPolicy := ""
+	var start, policyStart time.Time
+	var finished []time.Duration
+	if now != nil {
+		start = now()
+		policyStart = start
+	}
 	return func(policy string, done, total int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -244,11 +286,44 @@ func progressBar(w io.Writer) func(policy string, done, total int) {
 			return
 		}
 		lastPct = pct
+		head := fmt.Sprintf("%-12s", policy)
+		if k := slices.Index(policies, policy); k >= 0 {
+			head = fmt.Sprintf("policy %d of %d  %-12s", k+1, len(policies), policy)
+			if now != nil && done > 0 {
+				t := now()
+				elapsed := t.Sub(policyStart)
+				est := time.Duration(float64(elapsed) / float64(done) * float64(total))
+				per := est
+				if len(finished) > 0 {
+					var sum time.Duration
+					for _, d := range finished {
+						sum += d
+					}
+					per = (sum + est) / time.Duration(len(finished)+1)
+				}
+				left := est - elapsed + time.Duration(len(policies)-k-1)*per
+				if done == total {
+					finished = append(finished, elapsed)
+					policyStart = t
+					left = time.Duration(len(policies)-k-1) * per
+				}
+				head += fmt.Sprintf(" ETA %s ", fmtETA(left))
+			}
+		}
 		const width = 30
 		filled := width * pct / 100
-		fmt.Fprintf(w, "\r%-12s %s%s %3d%% %d/%d", policy, strings.Repeat("█", filled), strings.Repeat("░", width-filled), pct, done, total)
+		fmt.Fprintf(w, "\r%s %s%s %3d%% %d/%d", head, strings.Repeat("█", filled), strings.Repeat("░", width-filled), pct, done, total)
 		if done == total {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// fmtETA prints a time left as m:ss.
+func fmtETA(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d.Round(time.Second).Seconds())
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }

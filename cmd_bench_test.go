@@ -245,3 +245,64 @@ func TestBenchDefaultScenario(t *testing.T) {
 		t.Errorf("default scenario %q, want bench", got)
 	}
 }
+
+// Issue 15 point 6: the title comes first, the table fits 100 columns, and
+// one line at the end says who won and by how much.
+func TestBenchTitleFirstVerdictLast(t *testing.T) {
+	a, out, errb := benchApp(t, nil)
+	code := runBench(t.Context(), a, []string{"--sim", "--scenario-file", fastScenario, "--model", "openai/gpt-5.4-mini",
+		"--requests", "4", "--concurrency", "2", "--policy", "limitscope,naive"})
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	s := out.String()
+	if !strings.HasPrefix(s, "bench: openai/gpt-5.4-mini on the simulator (scenario bench-fast)\n4 requests at concurrency 2 per policy\n") {
+		t.Errorf("the title is not first:\n%s", s)
+	}
+	if strings.Count(s, "bench: openai") != 1 {
+		t.Errorf("the title is printed more than once:\n%s", s)
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 100 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Winner: ") && !strings.HasPrefix(last, "A tie: ") {
+		t.Errorf("last line %q, want the verdict", last)
+	}
+}
+
+// The default run is the short workload; --long is the long one.
+func TestBenchDefaultWorkload(t *testing.T) {
+	a, _, errb := benchApp(t, nil)
+	if code := runBench(t.Context(), a, []string{"--help"}); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	u := errb.String()
+	if !strings.Contains(u, "calls per policy (the default run takes about a minute on the simulator) (default 30)") || !strings.Contains(u, "-long") {
+		t.Errorf("usage:\n%s", u)
+	}
+}
+
+// The progress line says "policy k of n" and an ETA for the whole run.
+func TestBenchProgressPolicyOfAndETA(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	p := newProgress(&b, []string{"limitscope", "naive", "nested"}, clock)
+	for i := 1; i <= 10; i++ {
+		now = now.Add(time.Second) // a call a second: 10 s per policy
+		p("limitscope", i, 10)
+	}
+	b.Reset()
+	now = now.Add(2 * time.Second)
+	p("naive", 1, 10) // 2 s a call now: 20 s for naive, then nested at the mean 15 s
+	s := b.String()
+	if !strings.Contains(s, "policy 2 of 3  naive") {
+		t.Errorf("no 'policy 2 of 3': %q", s)
+	}
+	if !strings.Contains(s, "ETA 0:33") { // 18 s of naive left + 15 s for nested
+		t.Errorf("want ETA 0:33, got %q", s)
+	}
+}

@@ -47,7 +47,7 @@ type Options struct {
 	Doer      retry.Doer      // sends attempts; normally a stream.Router
 	Clock     retry.Clock     // nil: the wall clock
 	Cooldowns retry.Cooldowns // nil: in memory, for the handler's life
-	Pacer     *retry.Pacer    // nil: no pacing
+	Pacer     retry.Pacing    // nil: no pacing (retry.NewPacer() is the in-memory one)
 	Config    *Config         // nil: no aliases, default policy
 	// Available reports whether a provider has a key; routes to others are
 	// refused (or skipped in an alias's chain). Nil: every provider.

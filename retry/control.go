@@ -1,7 +1,9 @@
 package retry
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/limitscope/limitscope/stream"
 )
@@ -88,25 +90,30 @@ type TargetState struct {
 	HasPacer bool
 }
 
-// TargetState returns what the engine knows of t now: the active cooldown
-// blocking it (account scope first, then target scope) and the pacer's state.
+// TargetState returns what the engine knows of t now, read through the
+// same Pacing and Cooldowns the engine acts on: the active cooldown blocking
+// it (account scope first, then target scope) and the pacer's state (a hold
+// already past reads as none).
 func (e *Engine) TargetState(t stream.Target) TargetState {
 	var ts TargetState
-	if e.Pacer != nil {
-		ts.Pace = e.Pacer.State(t)
+	now := e.clock().Now()
+	if p := e.pacer(); p != nil {
+		ts.Pace = p.State(t)
 		ts.HasPacer = true
+		if !ts.Pace.HoldUntil.After(now) {
+			ts.Pace.HoldUntil = time.Time{}
+		}
 	}
 	if e.Doer == nil {
 		return ts
 	}
-	now := e.clock().Now()
 	cds := e.cooldowns()
 	for _, s := range []stream.Scope{stream.ScopeAccount, stream.ScopeTarget} {
 		key := e.Doer.Scope(t, s)
 		if key == "" {
 			continue
 		}
-		if cd, ok, err := cds.Get(key); err == nil && ok && cd.Active(now) {
+		if cd, ok, err := getCooldown(context.Background(), cds, key); err == nil && ok && cd.Active(now) {
 			ts.Cooldown = &cd
 			break
 		}

@@ -2,10 +2,12 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +27,19 @@ type Policy struct {
 	IgnoreCooldown bool
 	// NoRetryAfterText: once any text of an attempt has reached the caller,
 	// an error ends the call instead of retrying or failing over (the proxy,
-	// whose caller cannot take text back).
+	// whose caller cannot take text back): gave_up (failed for a caller
+	// error), with that error in Result.Err and the text on the attempt's
+	// PartialText. A quota error still stops the call and sets its
+	// cooldown. Control.CanFailOver turns false at the first text.
 	NoRetryAfterText bool
 	// FailoverOnQuota: a quota stop still records its cooldown, but moves on
-	// to the next target on a different account (its Doer scope differs)
-	// instead of ending the call. Off by default: a person must act.
+	// to the next target on a different account (its Doer scope differs;
+	// targets on the stopped account are skipped, see Result.Skips) instead
+	// of ending the call; a cooldown found active before sending moves on
+	// the same way. Off by default: a person must act. On or off, a call
+	// that met a quota stop has Result.Cooldown and Result.ActionRequired
+	// set, also when another account answered (Outcome ok); the move is in
+	// Result.Moves with the quota error as its Cause.
 	FailoverOnQuota bool
 }
 
@@ -106,7 +116,7 @@ type Engine struct {
 	Doer      Doer
 	Clock     Clock          // nil: the wall clock
 	Cooldowns Cooldowns      // nil: in memory, for this engine's life
-	Pacer     *Pacer         // nil: no pacing
+	Pacer     Pacing         // nil: no pacing; NewPacer() is the in-memory one
 	Rand      func() float64 // in [0,1); nil: math/rand/v2
 
 	mu  sync.Mutex // guards mem
@@ -119,6 +129,15 @@ type Skip struct {
 	Target stream.Target
 	Wait   time.Duration // the pacing wait refused
 	Reason string
+}
+
+// pacer returns e.Pacer, or nil when it is unset or a nil *Pacer (a typed
+// nil in the interface, as a caller passing its own nil *Pacer field makes).
+func (e *Engine) pacer() Pacing {
+	if p, ok := e.Pacer.(*Pacer); ok && p == nil {
+		return nil
+	}
+	return e.Pacer
 }
 
 func (e *Engine) clock() Clock {
@@ -164,14 +183,20 @@ func (e *Engine) rand() float64 {
 // request the target's account and target cooldowns are checked (an active
 // one stops the call unsent unless IgnoreCooldown) and the Pacer, if any,
 // is asked for a slot and a wait. After an error: quota stops the call and
-// sets a cooldown; caller fails it (a model-specific one moves on);
-// x-should-retry: false moves on or gives up; a timeout, or a connection
-// that ended without any response, moves on at once while a target is left;
-// otherwise the wait is the server's delay plus 0..Jitter (longer than
-// FailoverWait with a target left: move on now; longer than MaxWait with
-// none: deferred) or full-jitter backoff, and a wait that would cross the
-// deadline moves on or gives up without sleeping. Pacing waits follow the
-// same rules.
+// sets a cooldown (with FailoverOnQuota, it moves on to the next target on
+// another account instead); caller fails it (a model-specific one moves on);
+// x-should-retry: false, or a stream over the size cap, moves on or gives
+// up; a timeout, or a connection that ended without any response, moves on
+// at once while a target is left; otherwise the wait is the server's delay
+// plus 0..Jitter (longer than FailoverWait with a target left: move on now;
+// longer than MaxWait with none: deferred) or full-jitter backoff, and a
+// wait that would cross the deadline moves on or gives up without sleeping.
+// Pacing waits follow the same rules. The deadline bounds the whole call,
+// the wait for a concurrency slot and the attempt in flight included: an
+// attempt still in flight when it passes is ended as a timeout, and the
+// call moves on (the next target gets FailoverWait to answer) or gives up.
+// With NoRetryAfterText, an error after any text reached sink ends the
+// call. Call.Control moves the call on at once, from a wait or a stream.
 func (e *Engine) Run(ctx context.Context, c Call, sink func(Event)) Result {
 	r := &run{
 		e:     e,
@@ -180,8 +205,10 @@ func (e *Engine) Run(ctx context.Context, c Call, sink func(Event)) Result {
 		pol:   c.Policy.WithDefaults(),
 		clock: e.clock(),
 		cds:   e.cooldowns(),
+		pacer: e.pacer(),
 		sink:  sink,
 	}
+	defer c.Control.setCanMove(false)
 	return r.run()
 }
 
@@ -193,10 +220,16 @@ type run struct {
 	pol      Policy
 	clock    Clock
 	cds      Cooldowns
+	pacer    Pacing
 	sink     func(Event)
 	res      Result
 	deadline time.Time
 	lastErr  *stream.Error
+
+	failover <-chan struct{} // closed by Control.FailOver while on this target
+	textSent bool            // text of the current attempt reached sink
+	move     Move            // why the current target is being left
+	stopped  map[string]bool // accounts whose quota stop this call met (FailoverOnQuota)
 }
 
 // step is what the loop does after an attempt or before one.
@@ -206,6 +239,12 @@ const (
 	stepDone     step = iota // the call ended; r.res is final
 	stepRetry                // same target again
 	stepFailover             // next target
+)
+
+// Errors a call's attempt context is cancelled with, to tell why.
+var (
+	errUserFailover = errors.New("failed over by the user")
+	errCallDeadline = errors.New("the call's deadline passed")
 )
 
 func (r *run) emit(ev Event) {
@@ -241,9 +280,17 @@ func (r *run) run() Result {
 	}
 	for ti, t := range chain {
 		next := ti < len(chain)-1
+		// Taken once per target: a FailOver at any point while on it (a
+		// wait, a stream, between the two) moves the call on once.
+		r.failover = r.call.Control.requested()
+		r.call.Control.setCanMove(next && !(r.pol.NoRetryAfterText && r.textSent))
+		r.move = Move{}
 		if r.target(t, next) == stepDone {
 			return r.res
 		}
+		m := r.move
+		m.From, m.To = t, chain[ti+1]
+		r.res.Moves = append(r.res.Moves, m)
 	}
 	// Unreachable: the last target always ends the call. Keep a sane answer.
 	return r.finish(OutcomeGaveUp, r.lastOr(stream.ClassServer, "the chain was exhausted"))
@@ -252,32 +299,44 @@ func (r *run) run() Result {
 // target sends to t until it ends the call (stepDone) or moves on
 // (stepFailover).
 func (r *run) target(t stream.Target, next bool) step {
+	if s, ok := r.sameAccount(t, next); ok {
+		return s
+	}
 	tries := 0
 	for {
 		if len(r.res.Attempts) >= r.pol.MaxAttempts {
 			r.finish(OutcomeGaveUp, r.lastOr(stream.ClassServer, fmt.Sprintf("the budget of %d requests was spent", r.pol.MaxAttempts)))
 			return stepDone
 		}
-		if r.cooldownHit(t) {
-			return stepDone
+		if r.userMoved(t) {
+			return stepFailover
+		}
+		if s := r.cooldownHit(t, next); s != stepRetry {
+			return s
 		}
 		permit, paced, s := r.pace(t, next)
 		if s != stepRetry {
 			return s
 		}
-		if permit != nil && r.cooldownHit(t) { // another call may have hit a quota while this one waited
-			permit.Cancel(r.clock.Now())
-			return stepDone
+		if permit != nil {
+			// Another call may have hit a quota while this one waited.
+			if s := r.cooldownHit(t, next); s != stepRetry {
+				permit.Cancel(r.clock.Now())
+				return s
+			}
 		}
-		sr := r.send(t, paced)
+		sr, why := r.send(t, paced)
 		if sr.Err != nil && sr.Err.Class == stream.ClassQuota {
 			// Before the slot is given back, so no call queued for it
 			// sends after a quota error.
-			r.setCooldown(t, sr.Err)
+			if cd := r.setCooldown(t, sr.Err); cd != nil {
+				r.last().Cooldown = cd
+				r.res.Cooldown = cd
+			}
 		}
 		permit.Done(&sr, r.clock.Now())
 		tries++
-		switch r.decide(t, &sr, tries, next) {
+		switch r.decide(t, &sr, why, tries, next) {
 		case stepDone:
 			return stepDone
 		case stepFailover:
@@ -286,28 +345,83 @@ func (r *run) target(t stream.Target, next bool) step {
 	}
 }
 
+// userMoved reports whether a FailOver came for t between two of its
+// waits and requests (not during one): the call moves on without sending
+// again, and the last attempt, when it was t's, records the user's move.
+func (r *run) userMoved(t stream.Target) bool {
+	select {
+	case <-r.failover:
+	default:
+		return false
+	}
+	r.move.ByUser = true
+	r.move.Reason = "failed over by you"
+	if n := len(r.res.Attempts); n > 0 && r.res.Attempts[n-1].Target == t {
+		a := &r.res.Attempts[n-1]
+		a.FailedOverByUser = true
+		r.move.Attempt, r.move.Cause = a.N, r.lastErr
+	}
+	return true
+}
+
+// sameAccount skips t, with FailoverOnQuota, when its account already met a
+// quota stop in this call: it moves on, or ends the call as stopped when t
+// is the last target. ok is false when t is to be tried.
+func (r *run) sameAccount(t stream.Target, next bool) (step, bool) {
+	if !r.pol.FailoverOnQuota || len(r.stopped) == 0 {
+		return stepRetry, false
+	}
+	acct := r.e.Doer.Scope(t, stream.ScopeAccount)
+	if acct == "" || !r.stopped[acct] {
+		return stepRetry, false
+	}
+	reason := fmt.Sprintf("%s is on the account whose quota stop this call met; only another account may answer", t)
+	if next {
+		r.skip(t, 0, reason)
+		return stepFailover, true
+	}
+	r.res.Skips = append(r.res.Skips, Skip{Target: t, Reason: reason})
+	r.finish(OutcomeStopped, r.lastOr(stream.ClassQuota, reason))
+	return stepDone, true
+}
+
+// skip records t as left unsent, and why, and moves on.
+func (r *run) skip(t stream.Target, wait time.Duration, reason string) {
+	r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: wait, Reason: reason})
+	if r.move.Reason == "" {
+		r.move.Reason = reason
+	}
+}
+
 // pace acquires a concurrency slot and waits what the pacer asks. It returns
 // stepRetry to go on and send, or what the call does instead.
 func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
-	p := r.e.Pacer
+	p := r.pacer
 	if p == nil {
 		return nil, 0, stepRetry
 	}
 	asked := r.clock.Now()
 	// A wait for a concurrency slot is a wait like any other: the deadline
 	// bounds it (its length is not known ahead, so it is bounded, not
-	// announced).
-	actx, cancel := context.WithTimeout(r.ctx, r.deadline.Sub(asked))
+	// announced), and so does a FailOver.
+	actx, cancel := r.attemptContext(asked)
 	permit, err := p.Acquire(actx, t)
+	why := context.Cause(actx)
 	cancel()
 	if err != nil {
 		if r.ctx.Err() != nil {
 			r.cancelled(r.ctx.Err())
 			return nil, 0, stepDone
 		}
+		waited := r.clock.Now().Sub(asked)
+		if errors.Is(why, errUserFailover) {
+			r.move.ByUser = true
+			r.skip(t, waited, fmt.Sprintf("failed over by you after %s waiting for a concurrency slot", fmtWait(waited)))
+			return nil, 0, stepFailover
+		}
 		reason := fmt.Sprintf("no concurrency slot for %s before the deadline", t)
 		if next {
-			r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: r.clock.Now().Sub(asked), Reason: reason})
+			r.skip(t, waited, reason)
 			return nil, 0, stepFailover
 		}
 		r.finish(OutcomeGaveUp, r.lastOr(stream.ClassTimeout, reason))
@@ -324,7 +438,7 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 	// gives up; all without sleeping.
 	skip := func() (*Permit, time.Duration, step) {
 		permit.Cancel(now)
-		r.res.Skips = append(r.res.Skips, Skip{Target: t, Wait: pc.Delay, Reason: pc.Reason})
+		r.skip(t, pc.Delay, pc.Reason)
 		return nil, 0, stepFailover
 	}
 	end := func(o Outcome) (*Permit, time.Duration, step) {
@@ -356,28 +470,153 @@ func (r *run) pace(t stream.Target, next bool) (*Permit, time.Duration, step) {
 		Deadline: r.deadline,
 		Pacing:   true,
 	}
-	r.emit(Event{Kind: EventWait, Time: now, Wait: &w})
-	if err := r.clock.Sleep(r.ctx, pc.Delay); err != nil {
+	waited, end2 := r.wait(w, now)
+	switch end2 {
+	case WaitCancelled:
 		permit.Cancel(r.clock.Now())
-		r.cancelled(err)
+		r.cancelled(r.ctx.Err())
 		return nil, 0, stepDone
+	case WaitFailover:
+		permit.Cancel(r.clock.Now())
+		r.move.ByUser = true
+		r.skip(t, waited, userNote(waited, pc.Delay))
+		return nil, 0, stepFailover
 	}
-	return permit, slot + pc.Delay, stepRetry
+	return permit, slot + waited, stepRetry
 }
 
+// wait emits w, sleeps it (ended early by ctx or a FailOver), emits its
+// wait_end with the time actually waited, and returns that time and how the
+// wait ended.
+func (r *run) wait(w Wait, start time.Time) (time.Duration, WaitEnd) {
+	r.emit(Event{Kind: EventWait, Time: start, Wait: &w})
+	wctx, cancel := context.WithCancelCause(r.ctx)
+	stop := r.watchFailover(cancel)
+	err := r.clock.Sleep(wctx, w.Duration)
+	stop()
+	why := context.Cause(wctx)
+	cancel(nil)
+	end := r.clock.Now()
+	waited := end.Sub(start)
+	if waited < 0 {
+		waited = 0
+	}
+	ended := WaitElapsed
+	switch {
+	case err == nil:
+	case r.ctx.Err() != nil:
+		ended = WaitCancelled
+	case errors.Is(why, errUserFailover):
+		ended = WaitFailover
+	default:
+		ended = WaitCancelled
+	}
+	we := w
+	we.Waited, we.EndedBy = waited, ended
+	r.emit(Event{Kind: EventWaitEnd, Time: end, Wait: &we})
+	return waited, ended
+}
+
+// watchFailover cancels with errUserFailover when the call's Control asks
+// to fail over, until the returned stop is called.
+func (r *run) watchFailover(cancel context.CancelCauseFunc) (stop func()) {
+	ch := r.failover
+	if ch == nil {
+		return func() {}
+	}
+	select {
+	case <-ch: // asked already, between two waits
+		cancel(errUserFailover)
+		return func() {}
+	default:
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-ch:
+			cancel(errUserFailover)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
+// attemptContext returns the context of one attempt (or slot wait) started
+// at now: the call's, ended at the call's deadline (errCallDeadline) and by
+// a FailOver (errUserFailover). A target reached after the deadline passed
+// (the deadline moved the call there) gets FailoverWait to answer, so that
+// the move can still be answered and the call stays bounded: at most the
+// deadline plus FailoverWait per fallback.
+func (r *run) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
+	ctx, cancelCause := context.WithCancelCause(r.ctx)
+	left := r.deadline.Sub(now)
+	if left <= 0 {
+		left = r.pol.FailoverWait
+	}
+	stopTimer := afterFunc(r.clock, left, func() { cancelCause(errCallDeadline) })
+	stopWatch := r.watchFailover(cancelCause)
+	return ctx, func() {
+		stopWatch()
+		stopTimer()
+		cancelCause(nil)
+	}
+}
+
+// attemptEnd says why an attempt's context ended, when the engine ended it.
+type attemptEnd int
+
+const (
+	endedByServer   attemptEnd = iota // the attempt ended on its own (or the caller cancelled)
+	endedByUser                       // Control.FailOver
+	endedByDeadline                   // the call's deadline passed in flight
+)
+
 // send makes one attempt and records it.
-func (r *run) send(t stream.Target, paced time.Duration) stream.Result {
+func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attemptEnd) {
 	start := r.clock.Now()
 	a := Attempt{N: len(r.res.Attempts) + 1, Target: t, StartedAt: start, Paced: paced}
 	ac := a
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
+	r.textSent = false
 	onText := func(s string) {
-		if s != "" {
-			r.emit(Event{Kind: EventText, Text: s})
+		if s == "" {
+			return
+		}
+		if !r.textSent {
+			r.textSent = true
+			if r.pol.NoRetryAfterText {
+				r.call.Control.setCanMove(false) // the caller cannot take text back
+			}
+		}
+		r.emit(Event{Kind: EventText, Text: s})
+	}
+	actx, cancel := r.attemptContext(start)
+	sr := r.e.Doer.Do(actx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling}, onText)
+	why := context.Cause(actx)
+	cancel()
+	end := endedByServer
+	if sr.Err != nil && r.ctx.Err() == nil {
+		switch {
+		case errors.Is(why, errUserFailover):
+			end = endedByUser
+		case errors.Is(why, errCallDeadline):
+			end = endedByDeadline
+			// The engine ended it: a timeout of the call, whatever the
+			// Doer made of the cancelled context.
+			e := *sr.Err
+			e.Class, e.Code, e.NoRetry = stream.ClassTimeout, "", false
+			e.Delay, e.DelaySource = 0, ""
+			e.Message = fmt.Sprintf("the call's deadline (%s) passed with the request to %s in flight", fmtDur(r.pol.Deadline), t)
+			e.Err = errCallDeadline
+			sr.Err = &e
 		}
 	}
-	sr := r.e.Doer.Do(r.ctx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
-		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling}, onText)
 	a.Duration = r.clock.Now().Sub(start)
 	a.Status = sr.Status
 	a.Class = sr.Class()
@@ -402,8 +641,11 @@ func (r *run) send(t stream.Target, paced time.Duration) stream.Result {
 		}
 		a.PartialText = sr.Text
 	}
+	if end == endedByUser {
+		a.FailedOverByUser = true
+	}
 	r.res.Attempts = append(r.res.Attempts, a)
-	return sr
+	return sr, end
 }
 
 func serverSource(s stream.DelaySource) bool {
@@ -412,6 +654,18 @@ func serverSource(s stream.DelaySource) bool {
 		return true
 	}
 	return false
+}
+
+// oversize reports whether e ended a stream that passed the stream size
+// cap: the same target would send it again, so it is not retried there.
+//
+// HOOK (issue 14 point 7): until stream.Error carries an explicit flag for
+// it (the stream engineer's field, e.g. Oversize), this matches the message
+// stream/client.go writes for MaxStreamSize; replace the test with the field
+// once it lands.
+func oversize(e *stream.Error) bool {
+	return e.Class == stream.ClassServer && e.MidStream &&
+		strings.HasPrefix(e.Message, "the stream passed MaxStreamSize")
 }
 
 // last returns the attempt being decided.
@@ -425,8 +679,21 @@ func (r *run) endAttempt(d Decision) {
 	r.emit(Event{Kind: EventAttemptEnd, Attempt: &ac})
 }
 
+// moveOn ends the attempt being decided with a failover: its error is what
+// moves the call.
+func (r *run) moveOn() step {
+	r.endAttempt(DecideFailover)
+	a := r.last()
+	r.move.Attempt = a.N
+	r.move.Cause = r.lastErr
+	if r.move.Reason == "" {
+		r.move.Reason = fmt.Sprintf("%s answered %s", a.Target, describe(r.lastErr))
+	}
+	return stepFailover
+}
+
 // decide applies the policy to the attempt just made.
-func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) step {
+func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries int, next bool) step {
 	e := sr.Err
 	if e == nil {
 		r.endAttempt(DecideDone)
@@ -443,7 +710,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 	}
 	ec := *e
 	r.lastErr = &ec
-	if err := r.ctx.Err(); err != nil || e.Class == stream.ClassCancelled {
+	if err := r.ctx.Err(); err != nil || (e.Class == stream.ClassCancelled && why == endedByServer) {
 		r.endAttempt(DecideCancel)
 		if err == nil {
 			err = context.Canceled
@@ -451,16 +718,49 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 		r.cancelled(err)
 		return stepDone
 	}
+	if r.pol.NoRetryAfterText && r.textSent && e.Class != stream.ClassQuota {
+		// The caller has part of this answer: another attempt's text
+		// cannot be glued onto it.
+		if e.Class == stream.ClassCaller {
+			r.endAttempt(DecideFail)
+			r.finish(OutcomeFailed, &ec)
+			return stepDone
+		}
+		r.endAttempt(DecideGiveUp)
+		r.finish(OutcomeGaveUp, &ec)
+		return stepDone
+	}
+	switch why {
+	case endedByUser:
+		r.move.ByUser = true
+		r.move.Reason = "failed over by you during the request"
+		return r.moveOn()
+	case endedByDeadline:
+		if next {
+			return r.moveOn()
+		}
+		r.endAttempt(DecideGiveUp)
+		r.finish(OutcomeGaveUp, &ec)
+		return stepDone
+	}
 
 	switch e.Class {
 	case stream.ClassQuota: // its cooldown is set already
+		if r.pol.FailoverOnQuota && next && !(r.pol.NoRetryAfterText && r.textSent) {
+			if acct := r.e.Doer.Scope(t, stream.ScopeAccount); acct != "" {
+				if r.stopped == nil {
+					r.stopped = map[string]bool{}
+				}
+				r.stopped[acct] = true
+			}
+			return r.moveOn()
+		}
 		r.endAttempt(DecideStop)
 		r.finish(OutcomeStopped, &ec)
 		return stepDone
 	case stream.ClassCaller:
 		if e.ModelSpecific && next {
-			r.endAttempt(DecideFailover)
-			return stepFailover
+			return r.moveOn()
 		}
 		r.endAttempt(DecideFail)
 		r.finish(OutcomeFailed, &ec)
@@ -469,15 +769,14 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 
 	// Transient: rate_limit, overload, server, connection, timeout (and any
 	// class this package does not know, treated as server).
-	if e.NoRetry {
+	if e.NoRetry || oversize(e) {
 		return r.moveOrGiveUp(next)
 	}
 	if next && (e.Class == stream.ClassTimeout || (e.Class == stream.ClassConnection && e.Status == 0 && !e.MidStream)) {
 		// A silent provider (a timeout, or a connection that ended without
 		// any response) is not retried while a fallback is left; a stream
 		// cut part-way is retried like any transient error.
-		r.endAttempt(DecideFailover)
-		return stepFailover
+		return r.moveOn()
 	}
 	hasDelay := serverSource(e.DelaySource)
 	budgetLeft := len(r.res.Attempts) < r.pol.MaxAttempts
@@ -486,16 +785,14 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 			return r.deferred(e)
 		}
 		if budgetLeft {
-			r.endAttempt(DecideFailover)
-			return stepFailover
+			return r.moveOn()
 		}
 		r.endAttempt(DecideGiveUp)
 		r.finish(OutcomeGaveUp, &ec)
 		return stepDone
 	}
 	if hasDelay && e.Delay > r.pol.FailoverWait && next {
-		r.endAttempt(DecideFailover)
-		return stepFailover
+		return r.moveOn()
 	}
 	if hasDelay && !next && e.Delay > r.pol.MaxWait {
 		return r.deferred(e)
@@ -516,8 +813,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 	w.Until = now.Add(w.Duration)
 	if w.Until.After(r.deadline) {
 		if next {
-			r.endAttempt(DecideFailover)
-			return stepFailover
+			return r.moveOn()
 		}
 		r.endAttempt(DecideGiveUp)
 		r.finish(OutcomeGaveUp, &ec)
@@ -525,13 +821,26 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 	}
 	a := r.last()
 	a.DelaySource = w.Source
+	// attempt_end carries the wait about to be taken; the wait_end event
+	// and the Result carry what was actually waited.
 	a.Waited = w.Duration
+	a.WaitPlanned = w.Duration
 	r.endAttempt(DecideRetry)
-	r.emit(Event{Kind: EventWait, Time: now, Wait: &w})
-	if err := r.clock.Sleep(r.ctx, w.Duration); err != nil {
-		r.last().Waited = r.clock.Now().Sub(now)
-		r.cancelled(err)
+	waited, ended := r.wait(w, now)
+	a = r.last()
+	a.Waited = waited
+	switch ended {
+	case WaitCancelled:
+		r.cancelled(r.ctx.Err())
 		return stepDone
+	case WaitFailover:
+		a.FailedOverByUser = true
+		a.Decision = DecideFailover
+		r.move.ByUser = true
+		r.move.Attempt = a.N
+		r.move.Cause = r.lastErr
+		r.move.Reason = userNote(waited, w.Duration)
+		return stepFailover
 	}
 	return stepRetry
 }
@@ -539,8 +848,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, tries int, next bool) s
 // moveOrGiveUp handles x-should-retry: false on a transient error.
 func (r *run) moveOrGiveUp(next bool) step {
 	if next && len(r.res.Attempts) < r.pol.MaxAttempts {
-		r.endAttempt(DecideFailover)
-		return stepFailover
+		return r.moveOn()
 	}
 	r.endAttempt(DecideGiveUp)
 	r.finish(OutcomeGaveUp, r.lastErr)
@@ -568,31 +876,36 @@ func (r *run) backoff(n int) time.Duration {
 	return time.Duration(r.e.rand() * float64(ceil))
 }
 
-func (r *run) setCooldown(t stream.Target, e *stream.Error) {
+// setCooldown records the cooldown of a quota error on t and returns it (nil
+// when the Doer gives no scope key).
+func (r *run) setCooldown(t stream.Target, e *stream.Error) *Cooldown {
 	s := e.Scope
 	if s == stream.ScopeNone {
 		s = stream.ScopeAccount
 	}
 	key := r.e.Doer.Scope(t, s)
 	if key == "" {
-		return
+		return nil
 	}
-	// A Cooldowns error (a locked store) must not fail the call.
-	_ = r.cds.Set(Cooldown{
+	cd := Cooldown{
 		Scope:   key,
 		Until:   e.ResetAt,
 		Since:   r.clock.Now(),
 		Target:  t.String(),
 		Code:    e.Code,
 		Message: e.Message,
-	})
+	}
+	// A Cooldowns error (a locked store) must not fail the call.
+	_ = r.cds.Set(cd)
+	return &cd
 }
 
-// cooldownHit ends the call as stopped when t's account or t itself is
-// cooling down.
-func (r *run) cooldownHit(t stream.Target) bool {
+// cooldownHit checks t's account and t itself for an active cooldown. None:
+// stepRetry. One: the call ends as stopped (stepDone), or, with
+// FailoverOnQuota and a target left, t is skipped (stepFailover).
+func (r *run) cooldownHit(t stream.Target, next bool) step {
 	if r.pol.IgnoreCooldown {
-		return false
+		return stepRetry
 	}
 	now := r.clock.Now()
 	for _, s := range []stream.Scope{stream.ScopeAccount, stream.ScopeTarget} {
@@ -600,7 +913,7 @@ func (r *run) cooldownHit(t stream.Target) bool {
 		if key == "" {
 			continue
 		}
-		cd, ok, err := r.cds.Get(key)
+		cd, ok, err := getCooldown(r.ctx, r.cds, key)
 		if err != nil || !ok || !cd.Active(now) {
 			continue
 		}
@@ -616,12 +929,27 @@ func (r *run) cooldownHit(t stream.Target) bool {
 		if cd.Code != "" {
 			msg += " (" + cd.Code + ")"
 		}
+		c := cd
+		r.res.Cooldown = &c
+		qe := &stream.Error{Class: stream.ClassQuota, Code: cd.Code, Message: msg}
+		if r.pol.FailoverOnQuota && next {
+			if r.stopped == nil {
+				r.stopped = map[string]bool{}
+			}
+			if acct := r.e.Doer.Scope(t, stream.ScopeAccount); acct != "" && s == stream.ScopeAccount {
+				r.stopped[acct] = true
+			}
+			r.lastErr = qe
+			r.move.Cause = qe
+			r.skip(t, 0, msg)
+			return stepFailover
+		}
 		r.res.CooldownHit = true
 		r.res.CooldownUntil = cd.Until
-		r.finish(OutcomeStopped, &stream.Error{Class: stream.ClassQuota, Code: cd.Code, Message: msg})
-		return true
+		r.finish(OutcomeStopped, qe)
+		return stepDone
 	}
-	return false
+	return stepRetry
 }
 
 func (r *run) lastOr(c stream.Class, msg string) *stream.Error {
@@ -632,6 +960,9 @@ func (r *run) lastOr(c stream.Class, msg string) *stream.Error {
 }
 
 func (r *run) cancelled(err error) Result {
+	if err == nil {
+		err = context.Canceled
+	}
 	return r.finish(OutcomeCancelled, &stream.Error{Class: stream.ClassCancelled, Message: "cancelled", Err: err})
 }
 
@@ -639,18 +970,61 @@ func (r *run) finish(o Outcome, err *stream.Error) Result {
 	r.res.Outcome = o
 	r.res.Err = err
 	r.res.Ended = r.clock.Now()
+	r.res.ActionRequired = actionRequired(&r.res)
+	r.call.Control.setCanMove(false)
 	if r.sink == nil {
 		return r.res
 	}
 	rc := r.res
 	rc.Attempts = append([]Attempt(nil), r.res.Attempts...)
 	rc.Skips = append([]Skip(nil), r.res.Skips...)
+	rc.Moves = append([]Move(nil), r.res.Moves...)
 	r.emit(Event{Kind: EventCallEnd, Time: r.res.Ended, Result: &rc})
 	return r.res
 }
 
+// actionRequired is Result.ActionRequired: the sentence that says a person
+// must act on a quota stop, whether or not another account answered.
+func actionRequired(res *Result) string {
+	cd := res.Cooldown
+	if cd == nil {
+		return ""
+	}
+	until := "until cleared"
+	if !cd.Until.IsZero() {
+		until = "until " + cd.Until.UTC().Format(time.RFC3339)
+	}
+	what := cd.Target + "'s quota stop"
+	if cd.Code != "" {
+		what += " (" + cd.Code + ")"
+	}
+	s := fmt.Sprintf("A person must act: %s blocks %s %s (check the plan, billing or limits, then clear the cooldown).", what, cd.Scope, until)
+	if res.Outcome == OutcomeOK && res.ServedBy != nil {
+		s = fmt.Sprintf("Answered by %s on another account, but a person must act: %s blocks %s %s (check the plan, billing or limits, then clear the cooldown).",
+			res.ServedBy, what, cd.Scope, until)
+	}
+	return s
+}
+
+// userNote is the sentence of a wait the user cut short.
+func userNote(waited, planned time.Duration) string {
+	return fmt.Sprintf("failed over by you after %s of a %s wait", fmtWait(waited), fmtWait(planned))
+}
+
+// fmtWait prints a wait for people: to the second from 10s, else to the
+// tenth of a second.
+func fmtWait(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
 // describe names an error briefly for a wait's reason.
 func describe(e *stream.Error) string {
+	if e == nil {
+		return "no error"
+	}
 	s := string(e.Class)
 	if e.Status != 0 {
 		s = fmt.Sprintf("HTTP %d %s", e.Status, e.Class)

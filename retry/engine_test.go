@@ -445,19 +445,22 @@ func TestEventsOrder(t *testing.T) {
 			t.Fatalf("event %s call id %q", ev.Kind, ev.CallID)
 		}
 	}
-	want := "call_start attempt_start attempt_end wait attempt_start text text attempt_end call_end"
+	want := "call_start attempt_start attempt_end wait wait_end attempt_start text text attempt_end call_end"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 	if len(evs[0].Chain) != 1 || evs[1].Attempt.N != 1 || evs[2].Attempt.Decision != retry.DecideRetry ||
-		evs[2].Attempt.Status != 429 || evs[7].Attempt.Decision != retry.DecideDone || evs[8].Result.Outcome != retry.OutcomeOK {
+		evs[2].Attempt.Status != 429 || evs[8].Attempt.Decision != retry.DecideDone || evs[9].Result.Outcome != retry.OutcomeOK {
 		t.Fatalf("event payloads wrong: %+v", evs)
 	}
-	if !evs[4].Time.Equal(t0.Add(time.Second)) || !evs[4].Attempt.StartedAt.Equal(t0.Add(time.Second)) {
-		t.Fatalf("second attempt at %v", evs[4].Time)
+	if we := evs[4].Wait; we == nil || we.Waited != time.Second || we.EndedBy != retry.WaitElapsed || we.Duration != time.Second || !evs[4].Time.Equal(t0.Add(time.Second)) {
+		t.Fatalf("wait_end %+v at %v", we, evs[4].Time)
+	}
+	if !evs[5].Time.Equal(t0.Add(time.Second)) || !evs[5].Attempt.StartedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("second attempt at %v", evs[5].Time)
 	}
 	// The final event's result is a copy equal to the returned one.
-	if len(evs[8].Result.Attempts) != len(res.Attempts) || !res.Ended.Equal(t0.Add(time.Second)) || !res.Started.Equal(t0) {
+	if len(evs[9].Result.Attempts) != len(res.Attempts) || !res.Ended.Equal(t0.Add(time.Second)) || !res.Started.Equal(t0) {
 		t.Fatalf("result %+v", res)
 	}
 }

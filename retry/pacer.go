@@ -98,9 +98,9 @@ type gate struct {
 	limit    float64
 	known    bool // slow start is over
 	inflight int
-	waiters  []chan struct{}
-	seq      uint64 // requests reserved so far
-	lastCut  uint64 // seq when the limit was last halved
+	waiters  []*waiter // first come, first served
+	seq      uint64    // requests reserved so far
+	lastCut  uint64    // seq when the limit was last halved
 	rampBase float64
 	rampAt   time.Time
 
@@ -108,8 +108,8 @@ type gate struct {
 	rate   float64
 	burst  float64
 	tat    time.Time
-	obsAt  time.Time            // send time of the newest response resynced from
-	active map[*Permit]struct{} // reserved and not yet done: sent or about to be
+	obsAt  time.Time             // send time of the newest response resynced from
+	active map[*memSlot]struct{} // reserved and not yet done: sent or about to be
 
 	reqHold   time.Time // per-day requests window exhausted: until one fits
 	tokHold   time.Time // a tokens window exhausted: until one request fits
@@ -169,11 +169,28 @@ func (g *gate) capacity() int {
 	return c
 }
 
-func (g *gate) wakeLocked() {
-	for _, ch := range g.waiters {
-		close(ch)
+// waiter is one Acquire waiting for a slot at a gate.
+type waiter struct {
+	ready   chan struct{} // closed when granted
+	granted bool          // the slot is this waiter's (counted in inflight)
+}
+
+// grantLocked hands free slots to the waiters in the order they came: a
+// slot is given to the oldest waiter, not raced for by all of them, so no
+// waiter is passed over again and again (the tail latency a wake-all gate
+// has).
+func (g *gate) grantLocked() {
+	for len(g.waiters) > 0 && g.inflight < g.capacity() {
+		w := g.waiters[0]
+		g.waiters[0] = nil
+		g.waiters = g.waiters[1:]
+		w.granted = true
+		g.inflight++
+		close(w.ready)
 	}
-	g.waiters = nil
+	if len(g.waiters) == 0 {
+		g.waiters = nil // let the backing array go
+	}
 }
 
 // State returns t's pacing state.
@@ -194,8 +211,45 @@ func (p *Pacer) State(t stream.Target) PaceState {
 // Permit is one request's place at a target's gate: a concurrency slot from
 // Acquire, a place in the request bucket from Reserve, both given back by
 // Done (after the answer) or Cancel (when the request is not sent). The
-// methods of a nil *Permit do nothing.
+// methods of a nil *Permit do nothing. A Pacing backend makes one with
+// NewPermit around its own Slot.
 type Permit struct {
+	slot Slot
+}
+
+// NewPermit returns a Permit whose methods are slot's (a nil slot: a Permit
+// that does nothing).
+func NewPermit(slot Slot) *Permit { return &Permit{slot: slot} }
+
+// Reserve takes the request's place in the gate's bucket and returns how
+// long it must wait before sending, at now. Call it once, just before the
+// wait and the send.
+func (pm *Permit) Reserve(now time.Time) Pace {
+	if pm == nil || pm.slot == nil {
+		return Pace{}
+	}
+	return pm.slot.Reserve(now)
+}
+
+// Cancel gives back the slot and the bucket place of a request not sent.
+func (pm *Permit) Cancel(now time.Time) {
+	if pm == nil || pm.slot == nil {
+		return
+	}
+	pm.slot.Cancel(now)
+}
+
+// Done gives back the slot and feeds the gate with the answer: its limits
+// snapshot, its server delay, its class and usage.
+func (pm *Permit) Done(r *stream.Result, now time.Time) {
+	if pm == nil || pm.slot == nil {
+		return
+	}
+	pm.slot.Done(r, now)
+}
+
+// memSlot is the in-memory Pacer's Slot.
+type memSlot struct {
 	p         *Pacer
 	g         *gate
 	seq       uint64
@@ -206,41 +260,46 @@ type Permit struct {
 	closed    bool
 }
 
+var _ Pacing = (*Pacer)(nil)
+
 // Acquire waits for a concurrency slot at t's gate, or until ctx ends.
+// Waiters are served first come, first served: a slot that frees goes to
+// the oldest waiter.
 func (p *Pacer) Acquire(ctx context.Context, t stream.Target) (*Permit, error) {
 	p.mu.Lock()
 	g := p.gateLocked(t)
-	for g.inflight >= g.capacity() {
-		ch := make(chan struct{})
-		g.waiters = append(g.waiters, ch)
+	if len(g.waiters) == 0 && g.inflight < g.capacity() {
+		g.inflight++
 		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			p.mu.Lock()
-			for i, w := range g.waiters {
-				if w == ch {
-					g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
-					break
-				}
-			}
-			p.mu.Unlock()
-			return nil, fmt.Errorf("waiting for a slot at %s: %w", g.name, ctx.Err())
-		}
-		p.mu.Lock()
+		return NewPermit(&memSlot{p: p, g: g}), nil
 	}
-	g.inflight++
+	w := &waiter{ready: make(chan struct{})}
+	g.waiters = append(g.waiters, w)
 	p.mu.Unlock()
-	return &Permit{p: p, g: g}, nil
+	select {
+	case <-w.ready:
+		return NewPermit(&memSlot{p: p, g: g}), nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	if w.granted {
+		// Granted as ctx ended: give the slot to the next in line.
+		g.inflight--
+	} else {
+		for i, x := range g.waiters {
+			if x == w {
+				g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	g.grantLocked()
+	p.mu.Unlock()
+	return nil, fmt.Errorf("waiting for a slot at %s: %w", g.name, ctx.Err())
 }
 
-// Reserve takes the request's place in the gate's bucket and returns how
-// long it must wait before sending, at now. Call it once, just before the
-// wait and the send.
-func (pm *Permit) Reserve(now time.Time) Pace {
-	if pm == nil {
-		return Pace{}
-	}
+// Reserve implements Slot.
+func (pm *memSlot) Reserve(now time.Time) Pace {
 	pm.p.mu.Lock()
 	defer pm.p.mu.Unlock()
 	g := pm.g
@@ -250,7 +309,7 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	defer func() {
 		pm.sentAt = now.Add(pc.Delay)
 		if g.active == nil {
-			g.active = make(map[*Permit]struct{})
+			g.active = make(map[*memSlot]struct{})
 		}
 		g.active[pm] = struct{}{}
 	}()
@@ -304,11 +363,8 @@ func interval(rate float64) time.Duration {
 	return time.Duration(float64(time.Second) / rate)
 }
 
-// Cancel gives back the slot and the bucket place of a request not sent.
-func (pm *Permit) Cancel(now time.Time) {
-	if pm == nil {
-		return
-	}
+// Cancel implements Slot.
+func (pm *memSlot) Cancel(now time.Time) {
 	pm.p.mu.Lock()
 	defer pm.p.mu.Unlock()
 	if pm.closed {
@@ -325,15 +381,11 @@ func (pm *Permit) Cancel(now time.Time) {
 		}
 	}
 	g.inflight--
-	g.wakeLocked()
+	g.grantLocked()
 }
 
-// Done gives back the slot and feeds the gate with the answer: its limits
-// snapshot, its server delay, its class and usage.
-func (pm *Permit) Done(r *stream.Result, now time.Time) {
-	if pm == nil {
-		return
-	}
+// Done implements Slot.
+func (pm *memSlot) Done(r *stream.Result, now time.Time) {
 	pm.p.mu.Lock()
 	defer pm.p.mu.Unlock()
 	if pm.closed {
@@ -348,7 +400,7 @@ func (pm *Permit) Done(r *stream.Result, now time.Time) {
 		sent = now
 	}
 	pm.p.observeLocked(g, pm.seq, sent, r, now)
-	g.wakeLocked()
+	g.grantLocked()
 }
 
 // Observe feeds t's gate with an answer obtained without a Permit (a
@@ -358,7 +410,7 @@ func (p *Pacer) Observe(t stream.Target, r *stream.Result, now time.Time) {
 	defer p.mu.Unlock()
 	g := p.gateLocked(t)
 	p.observeLocked(g, g.seq, now, r, now)
-	g.wakeLocked()
+	g.grantLocked()
 }
 
 // observeLocked feeds g with the answer r, received at now, to the request
@@ -408,9 +460,12 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 		}
 	} else if !r.Limits.Empty() && !sent.Before(g.obsAt) {
 		// Only a snapshot newer than the last one used: answers arrive out
-		// of order.
+		// of order. Answers to requests sent at the same instant are all as
+		// new; the server counted them one after the other, so the lowest
+		// remaining is the truth, whatever order they arrive in.
+		sameRound := sent.Equal(g.obsAt)
 		g.obsAt = sent
-		p.resyncLocked(g, sent, r.Limits, now)
+		p.resyncLocked(g, sent, r.Limits, now, sameRound)
 	}
 
 	// Concurrency: AIMD with slow start.
@@ -420,7 +475,7 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 			g.limit = math.Max(1, g.limit/2)
 			g.lastCut = g.seq
 			g.known = true // slow start ends at the first loss
-			g.wakeLocked()
+			g.grantLocked()
 		}
 		if !serverDelay && e.Class == stream.ClassRateLimit && g.rate > 0 {
 			// No capacity now: the bucket is empty.
@@ -544,7 +599,10 @@ func ewma(avg, x float64) float64 {
 
 // resyncLocked brings the gate in line with a limits snapshot of the
 // request sent at sent, received at now.
-func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time.Time) {
+//
+// With sameRound (the snapshot is as new as the last one used, not newer) it
+// may only make the bucket emptier.
+func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time.Time, sameRound bool) {
 	at := now
 	if !l.At.IsZero() && !l.At.After(now) && !l.At.Before(sent) {
 		at = l.At // when the headers arrived
@@ -572,7 +630,9 @@ func (p *Pacer) resyncLocked(g *gate, sent time.Time, l *stream.Limits, now time
 			}
 			avail := math.Min(float64(rw.Remaining), g.burst) - float64(later) - cushion(g.burst)
 			T := interval(rate)
-			g.tat = at.Add(time.Duration((g.burst - avail) * float64(T)))
+			if tat := at.Add(time.Duration((g.burst - avail) * float64(T))); !sameRound || tat.After(g.tat) {
+				g.tat = tat
+			}
 		} else if rw.Remaining <= 0 && rw.Reset.After(at) {
 			g.reqHold = laterOf(g.reqHold, rw.Reset)
 		}

@@ -287,7 +287,7 @@ func TestPacingUnderFailoverMaxWaitDeadline(t *testing.T) {
 	})
 }
 
-func mustReserve(t *testing.T, p *retry.Pacer, tg stream.Target, now time.Time) retry.Pace {
+func mustReserve(t *testing.T, p retry.Pacing, tg stream.Target, now time.Time) retry.Pace {
 	t.Helper()
 	pm, err := p.Acquire(context.Background(), tg)
 	if err != nil {

@@ -110,7 +110,8 @@ type Attempt struct {
 	RetryAfter  *time.Duration     // the server's delay, nil when none
 	DelaySource stream.DelaySource // of the wait that followed (server's, reset or backoff); "" when none
 	Paced       time.Duration      // waited before this attempt by pacing
-	Waited      time.Duration      // waited after this attempt, before the next
+	Waited      time.Duration      // waited after this attempt, before the next: what was actually waited (in its attempt_end event, the wait about to be taken)
+	WaitPlanned time.Duration      // the wait announced after this attempt (Wait.Duration); Waited is less when it was cut short
 	RequestID   string
 	MidStream   bool
 	PartialText string // text received before an error (never glued onto a retry's answer)
@@ -126,6 +127,36 @@ type Attempt struct {
 	// FailedOverByUser: the user moved the call on (Control.FailOver) during
 	// this attempt's stream or the wait after it.
 	FailedOverByUser bool
+}
+
+// FailoverNote is the sentence of an attempt the user moved on from (""
+// otherwise): "failed over by you after 11s of a 20s wait", or "failed over
+// by you during the request" when a stream was in flight.
+func (a Attempt) FailoverNote() string {
+	if !a.FailedOverByUser {
+		return ""
+	}
+	if a.WaitPlanned > 0 {
+		return userNote(a.Waited, a.WaitPlanned)
+	}
+	return "failed over by you during the request"
+}
+
+// Move is one failover of a call, from a target to the next in the chain,
+// and what caused it: the console's fallback note reads Cause, never the
+// last error retried before it.
+type Move struct {
+	From, To stream.Target
+	// Attempt is the N of the attempt whose answer moved the call; 0 when no
+	// attempt on From did (pacing asked too long a wait, a cooldown, the
+	// deadline, the user during a wait for a slot).
+	Attempt int
+	// Cause is the error that moved the call: the deciding attempt's, or a
+	// cooldown's as a quota error; nil when the move was pacing's or the
+	// user's alone.
+	Cause  *stream.Error
+	ByUser bool   // the user moved it (Control.FailOver)
+	Reason string // a sentence
 }
 
 // Wait is a pause the engine takes, as a value: the TUI counts it down, the
@@ -189,7 +220,13 @@ type Result struct {
 	// found active before sending); with Policy.FailoverOnQuota, the last one
 	// recorded even when another account answered. Nil when none.
 	Cooldown *Cooldown
-	Skips         []Skip        // targets left without a request because pacing asked too long a wait
-	Started       time.Time
-	Ended         time.Time
+	// ActionRequired is set with Cooldown: one sentence saying that a person
+	// must act (the plan, billing or limits), also when another account
+	// answered the call (Policy.FailoverOnQuota, Outcome ok). Show it
+	// loudly; never drop it because the call was answered.
+	ActionRequired string
+	Skips          []Skip // targets left without a request (pacing asked too long a wait, a cooldown, the deadline, the same account as a quota stop)
+	Moves          []Move // every failover, in order, with its cause
+	Started        time.Time
+	Ended          time.Time
 }

@@ -22,6 +22,12 @@ type FakeClock struct {
 	sleeps   []time.Duration
 	sleepers []*sleeper
 	changed  chan struct{} // closed and replaced whenever sleepers change
+	timers   []*timer
+}
+
+type timer struct {
+	at time.Time
+	f  func()
 }
 
 type sleeper struct {
@@ -29,7 +35,7 @@ type sleeper struct {
 	done  chan struct{}
 }
 
-var _ retry.Clock = (*FakeClock)(nil)
+var _ retry.TimerClock = (*FakeClock)(nil)
 
 // NewFakeClock returns a clock at start whose Sleep advances time at once.
 func NewFakeClock(start time.Time) *FakeClock {
@@ -61,10 +67,15 @@ func (c *FakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.sleeps = append(c.sleeps, d)
 	if !c.blocking || d <= 0 {
+		var due []func()
 		if d > 0 {
 			c.now = c.now.Add(d)
+			due = c.dueLocked()
 		}
 		c.mu.Unlock()
+		for _, f := range due {
+			f()
+		}
 		return nil
 	}
 	s := &sleeper{until: c.now.Add(d), done: make(chan struct{})}
@@ -113,6 +124,53 @@ func (c *FakeClock) Advance(d time.Duration) {
 	}
 	c.sleepers = kept
 	c.signalLocked()
+	due := c.dueLocked()
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+	c.mu.Lock() // for the deferred Unlock
+}
+
+// dueLocked removes and returns the functions of the timers whose time has
+// come.
+func (c *FakeClock) dueLocked() []func() {
+	var due []func()
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(c.now) {
+			due = append(due, t.f)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	c.timers = kept
+	return due
+}
+
+// AfterFunc runs f (on the goroutine that moves time) once virtual time
+// reaches d from now; stop cancels it, reporting whether it had not run.
+func (c *FakeClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	c.mu.Lock()
+	t := &timer{at: c.now.Add(d), f: f}
+	if d <= 0 {
+		c.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, x := range c.timers {
+			if x == t {
+				c.timers = append(c.timers[:i], c.timers[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Set moves virtual time to t (forward only) like Advance.
