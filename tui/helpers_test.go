@@ -169,11 +169,26 @@ type harness struct {
 	runner *fakeRunner
 	msgs   chan tea.Msg
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the feed goroutine
+	cmds   sync.WaitGroup // command goroutines (do)
+	manual bool           // no feed goroutine: settle takes the feed's messages itself
 	ticks  []time.Duration
 }
 
 func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harness {
+	t.Helper()
+	return buildHarness(t, false, w, h, opts, scripts...)
+}
+
+// newManualHarness is newHarness without the feed goroutine and its 16 ms
+// timer: settle delivers everything queued, so what a test sees does not
+// depend on scheduling.
+func newManualHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harness {
+	t.Helper()
+	return buildHarness(t, true, w, h, opts, scripts...)
+}
+
+func buildHarness(t *testing.T, manual bool, w, h int, opts Options, scripts ...script) *harness {
 	t.Helper()
 	clock := &fakeClock{t: t0}
 	r := &fakeRunner{clock: clock, scripts: scripts}
@@ -188,7 +203,7 @@ func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harnes
 			{Target: gemini, Missing: "GEMINI_API_KEY"}}
 	}
 	opts.Now = clock.Now
-	hs := &harness{t: t, clock: clock, runner: r, msgs: make(chan tea.Msg, 4096)}
+	hs := &harness{t: t, clock: clock, runner: r, msgs: make(chan tea.Msg, 4096), manual: manual}
 	m := New(opts)
 	m.after = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		hs.ticks = append(hs.ticks, d)
@@ -197,11 +212,13 @@ func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harnes
 	hs.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	hs.cancel = cancel
-	hs.wg.Add(1)
-	go func() {
-		defer hs.wg.Done()
-		m.feed.run(ctx, func(msg tea.Msg) { hs.msgs <- msg })
-	}()
+	if !manual {
+		hs.wg.Add(1)
+		go func() {
+			defer hs.wg.Done()
+			m.feed.run(ctx, func(msg tea.Msg) { hs.msgs <- msg })
+		}()
+	}
 	t.Cleanup(hs.close)
 	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
 	return hs
@@ -211,6 +228,29 @@ func (h *harness) close() {
 	h.m.stop()
 	h.cancel()
 	h.wg.Wait()
+	h.cmds.Wait()
+}
+
+// settle runs the model until nothing is left to do: every command goroutine
+// has returned and every message they and the feed queued is applied. Only
+// for a manual harness with scripts that end by themselves.
+func (h *harness) settle() {
+	h.t.Helper()
+	for {
+		h.cmds.Wait()
+		progressed := false
+		for _, msg := range h.m.feed.take() {
+			h.send(msg)
+			progressed = true
+		}
+		for len(h.msgs) > 0 {
+			h.send(<-h.msgs)
+			progressed = true
+		}
+		if !progressed {
+			return
+		}
+	}
 }
 
 func (h *harness) send(msg tea.Msg) {
@@ -223,9 +263,9 @@ func (h *harness) do(cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	h.wg.Add(1)
+	h.cmds.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer h.cmds.Done()
 		msg := cmd()
 		if b, ok := msg.(tea.BatchMsg); ok {
 			for _, c := range b {
@@ -242,6 +282,13 @@ func (h *harness) do(cmd tea.Cmd) {
 // until applies messages until cond holds.
 func (h *harness) until(what string, cond func() bool) {
 	h.t.Helper()
+	if h.manual {
+		h.settle()
+		if !cond() {
+			h.t.Fatalf("settled without %s; screen:\n%s", what, h.screen())
+		}
+		return
+	}
 	deadline := time.After(5 * time.Second)
 	for !cond() {
 		select {
