@@ -46,8 +46,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 			t.blocks = append(t.blocks, b)
 			t.current = b
 		}
-		t.current.text += ev.Text
-		t.current.dirty = true
+		t.current.appendText(ev.Text)
 		if t.currentTarget.Provider != "" {
 			m.targets.text(t.currentTarget, r.id)
 		}
@@ -99,8 +98,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 	b := t.current
 	t.current = nil
 	if b != nil && b.text == "" && a.PartialText != "" {
-		b.text = a.PartialText
-		b.dirty = true
+		b.setText(a.PartialText)
 	}
 	if a.Class == stream.ClassOK {
 		return
