@@ -71,6 +71,13 @@ func (m *Model) applyEvent(ev retry.Event) {
 		if x != nil {
 			m.extWait(x)
 		}
+	case retry.EventWaitEnd:
+		if w := ev.Wait; w != nil {
+			m.waitEnd(r, t, w)
+		}
+		if x != nil {
+			m.extWaitOver(x)
+		}
 	case retry.EventCallEnd:
 		if x != nil {
 			m.extWaitOver(x)
@@ -139,9 +146,6 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	r.wait = nil
 	m.targets.callEnd(res, r.chain, r.id)
 	t.requests += len(res.Attempts)
-	if len(r.failTo) > 0 && !r.cancelled {
-		return // a fail-over-now run follows
-	}
 	t.done = true
 	end := res.Ended
 	if end.IsZero() {
@@ -165,7 +169,10 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		badge := "served by " + name
 		fallback := ""
 		if served.Provider != "" && served != t.primary {
-			why := t.primaryWhy
+			why := moveWhy(res.Attempts)
+			if why == "" {
+				why = t.primaryWhy
+			}
 			for _, sk := range res.Skips {
 				if why == "" && sk.Target == t.primary {
 					why = "skipped: its limits need a " + fmtDur(sk.Wait) + " wait (pacing)"
@@ -221,6 +228,63 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			t.note(noteInfo, "Cancelled by you.")
 		}
 	}
+}
+
+// waitEnd applies the end of a wait: the time actually waited goes on the
+// wait's row and its attempt's row in the log, and into the transcript.
+func (m *Model) waitEnd(r *run, t *turn, w *retry.Wait) {
+	r.wait = nil
+	m.targets.waitEnd(w, m.now)
+	m.log.waitEnd(r.id, w)
+	planned := w.Duration
+	switch w.EndedBy {
+	case retry.WaitFailover:
+		s := fmt.Sprintf("You failed over after %s of a %s wait on %s", fmtDur(w.Waited), fmtDur(planned), w.Target)
+		if next := nextTarget(r.chain, w.Target); next != "" {
+			s += "; trying " + next
+		}
+		t.note(noteWarn, s+".")
+		if w.Target == t.primary && t.primaryWhy != "" {
+			t.primaryWhy += "; you failed over during its wait"
+		}
+	case retry.WaitCancelled:
+		t.note(noteInfo, fmt.Sprintf("Waited %s of %s, then cancelled.", fmtDur(w.Waited), fmtDur(planned)))
+	default:
+		what := "waited " + fmtDur(w.Waited)
+		if w.Pacing {
+			what = "paced " + fmtDur(w.Waited)
+		}
+		t.note(noteInfo, "⏳ "+what+" ("+orDash(string(w.Source))+").")
+	}
+}
+
+// nextTarget is the target after t in the chain, "" when none.
+func nextTarget(chain []stream.Target, t stream.Target) string {
+	for i, c := range chain {
+		if c == t && i+1 < len(chain) {
+			return chain[i+1].String()
+		}
+	}
+	return ""
+}
+
+// moveWhy says what moved the call off its primary: the first attempt that
+// failed over (by the engine's decision or the user's ctrl+f), "" when none.
+func moveWhy(as []retry.Attempt) string {
+	for i := range as {
+		a := &as[i]
+		switch {
+		case a.FailedOverByUser:
+			s := shortWhy(a) + "; you failed over"
+			if a.Waited > 0 && a.RetryAfter != nil {
+				s += " after " + fmtDur(a.Waited) + " of its " + fmtDur(*a.RetryAfter) + " wait"
+			}
+			return s
+		case a.Decision == retry.DecideFailover:
+			return shortWhy(a)
+		}
+	}
+	return ""
 }
 
 // shortWhy says briefly why an attempt failed: "429 rate_limit, asked 20s".
@@ -284,7 +348,11 @@ func (m *Model) liveWait() []string {
 	if w.Reason != "" {
 		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
 	}
-	out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	if m.canFailOver() {
+		out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	} else {
+		out = append(out, st.Subtle.Render("  esc cancels"))
+	}
 	return out
 }
 

@@ -40,7 +40,7 @@ func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Send:       b([]string{"enter"}, "enter", "send"),
 		Cancel:     b([]string{"esc"}, "esc", "cancel the call / leave input"),
-		FailOver:   b([]string{"ctrl+f"}, "ctrl+f", "fail over now (during a wait)"),
+		FailOver:   b([]string{"ctrl+f"}, "ctrl+f", "fail over now (to a fallback)"),
 		Quit:       b([]string{"q"}, "q", "quit"),
 		Interrupt:  b([]string{"ctrl+c"}, "ctrl+c", "cancel the call, or quit when idle"),
 		NextFocus:  b([]string{"tab"}, "tab", "next pane"),
@@ -95,7 +95,7 @@ func (h helpKeys) ShortHelp() []key.Binding {
 		}
 		out = append(out, k.Input)
 	}
-	if h.m.waiting() {
+	if h.m.canFailOver() { // only with a fallback left (the engine says)
 		out = append(out, withHelp(k.FailOver, "ctrl+f", "fail over now"))
 	}
 	out = append(out, k.NextFocus)

@@ -71,17 +71,23 @@ type historyShowMsg struct {
 	err    error
 }
 
-// run is one engine run of a call. A call has more than one run when the
-// user fails over during a wait (cancel, then a new run on the rest of the
-// chain).
+// controller is the part of *retry.Control the console uses: fail over now,
+// and whether a target is left to move to.
+type controller interface {
+	FailOver() bool
+	CanFailOver() bool
+}
+
+// run is one engine run of a call: one call, one run, also when the user
+// fails over (the engine moves on through Call.Control).
 type run struct {
 	id        string
 	chain     []stream.Target
 	cancel    context.CancelFunc
+	ctl       controller  // nil for a proxied call (its client's)
+	canFail   bool        // ctl.CanFailOver as of the last event or tick
 	wait      *retry.Wait // the wait in progress, nil when none
 	waitFrom  time.Time   // when it began
-	failTo    []stream.Target
-	failFrom  retry.Wait // the wait the user failed over from
 	cancelled bool
 	text      sanitize.Filter // the current attempt's deltas, made safe for the screen
 }
@@ -139,6 +145,9 @@ type Model struct {
 
 	// after schedules a message (tea.Tick); model tests replace it.
 	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
+	// control is what the console steers a call with; model tests replace
+	// it (the engine sets what a *retry.Control can do).
+	control func(*retry.Control) controller
 }
 
 // New builds the console's model. Run uses it; tests drive it directly.
@@ -165,6 +174,7 @@ func New(opts Options) *Model {
 		showLog: true,
 		mouse:   opts.Mouse,
 		after:   tea.Tick,
+		control: func(c *retry.Control) controller { return c },
 		chrome:  map[chromeKey]*chrome{},
 		runs:    &sync.WaitGroup{},
 	}
@@ -214,6 +224,18 @@ func (m *Model) inFlight() bool { return m.call != nil }
 
 func (m *Model) waiting() bool { return m.call != nil && m.call.wait != nil }
 
+// canFailOver reports whether ctrl+f can move the call in flight now (the
+// engine says a target is left).
+func (m *Model) canFailOver() bool { return m.call != nil && m.call.canFail }
+
+// refreshControl reads, once per batch of events or tick, whether the call
+// can fail over now (a mutex read, no I/O).
+func (m *Model) refreshControl() {
+	if m.call != nil && m.call.ctl != nil {
+		m.call.canFail = m.call.ctl.CanFailOver()
+	}
+}
+
 // Update applies one message. It does no I/O: side effects are commands.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -235,6 +257,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.now = m.opts.Now()
 		m.ticking = false
+		m.refreshControl()
 		m.extTick()
 		return m, m.ensureTick()
 	case statusClearMsg:
@@ -247,6 +270,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for i := range msg.events {
 			m.applyEvent(msg.events[i])
 		}
+		m.refreshControl()
 		return m, m.ensureTick()
 	case extStartMsg:
 		m.now = m.opts.Now()
@@ -546,10 +570,11 @@ func (m *Model) send() tea.Cmd {
 // events and its end come back through the feed.
 func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{id: id, chain: chain, cancel: cancel}
+	ctl := retry.NewControl()
+	r := &run{id: id, chain: chain, cancel: cancel, ctl: m.control(ctl)}
 	m.call = r
 	m.prompts[id] = m.turn.prompt
-	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy}
+	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy, Control: ctl}
 	runner, f, runs := m.opts.Runner, m.feed, m.runs
 	cr, _ := m.opts.Recorder.(CallRecorder)
 	runs.Add(1)
@@ -571,47 +596,31 @@ func (m *Model) cancelCall() tea.Cmd {
 		return nil
 	}
 	m.call.cancelled = true
-	m.call.failTo = nil
 	m.call.cancel()
 	return m.setStatus("Cancelling the call…", false)
 }
 
-// failOverNow ends the wait in progress and sends to the rest of the chain.
-// The engine has no hook for it, so it cancels the run and starts a new run
-// on the targets after the waiting one.
+// failOverNow asks the engine to move the call to its next target now
+// (Call.Control): a wait in progress ends at once, a stream in flight is
+// ended. One call, one record; the engine says what was waited.
 func (m *Model) failOverNow() tea.Cmd {
-	if !m.waiting() {
-		return m.setStatus("Fail over now works during a wait.", true)
+	if m.call == nil || m.call.ctl == nil {
+		return m.setStatus("Fail over now works while your call runs (during a wait or a stream).", true)
 	}
-	w := m.call.wait
-	i := slices.Index(m.call.chain, w.Target)
-	if i < 0 || i == len(m.call.chain)-1 {
-		return m.setStatus("No fallback left after "+w.Target.String()+": esc cancels.", true)
+	m.refreshControl()
+	if !m.call.canFail || !m.call.ctl.FailOver() {
+		m.call.canFail = false
+		return m.setStatus("No fallback left for this call: esc cancels it.", true)
 	}
-	m.call.failTo = slices.Clone(m.call.chain[i+1:])
-	m.call.failFrom = *w
-	m.call.cancel()
-	return m.setStatus("Failing over now to "+m.call.failTo[0].String()+"…", false)
+	return m.setStatus("Failing over now…", false)
 }
 
-// runDone ends a run: a continuation starts when the user failed over.
+// runDone ends a run.
 func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	if m.call == nil || msg.runID != m.call.id {
 		return nil
 	}
-	r := m.call
 	m.call = nil
-	if len(r.failTo) > 0 && !r.cancelled && m.turn != nil && !m.quitting {
-		w := r.failFrom
-		m.turn.note(noteWarn, fmt.Sprintf("You failed over now: skipped %s's wait (%s left); trying %s.",
-			w.Target, fmtCountdown(m.now, w.Until), r.failTo[0]))
-		if w.Target == m.turn.primary && m.turn.primaryWhy != "" {
-			m.turn.primaryWhy += "; you failed over during its wait"
-		}
-		m.turn.runs++
-		id := fmt.Sprintf("%s.f%d", m.turn.callID, m.turn.runs)
-		return m.startRun(id, r.failTo)
-	}
 	m.turn = nil
 	return nil
 }

@@ -87,8 +87,8 @@ type Recorder interface {
 
 // CallRecorder is an optional interface of a Recorder: RecordCall receives
 // each call (its id, chain and prompt) before its first event, since events
-// do not carry the prompt. A fail-over-now run is a call of its own, with
-// its own id ("<id>.f1").
+// do not carry the prompt. A fail over now (ctrl+f) stays in the same call:
+// the engine moves it on (retry.Call.Control).
 type CallRecorder interface {
 	RecordCall(c retry.Call)
 }

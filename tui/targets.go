@@ -288,6 +288,16 @@ func (p *targetsPane) wait(w *retry.Wait, now time.Time) {
 	p.invalidate()
 }
 
+// waitEnd ends a target's wait when the engine says it ended (early, when
+// the user failed over or cancelled).
+func (p *targetsPane) waitEnd(w *retry.Wait, now time.Time) {
+	s := p.get(w.Target)
+	if now.Before(s.waitUntil) {
+		s.waitUntil = now
+	}
+	p.invalidate()
+}
+
 // stop marks a target stopped (a quota or a cooldown).
 func (p *targetsPane) stop(t stream.Target, words string, until time.Time) {
 	s := p.get(t)
