@@ -21,7 +21,7 @@ type logRow struct {
 	attempt retry.Attempt // zero for a wait row
 	wait    *retry.Wait
 	ended   *retry.Wait // a wait row: how the wait ended (EventWaitEnd), nil while it runs
-	line    string // cached, for width w
+	line    string      // cached, for width w
 	w       int
 }
 
@@ -102,6 +102,15 @@ func (l *attemptLog) move(d int) {
 	if l.sel == len(l.rows)-1 && d > 0 {
 		l.sel = -1 // back to following the newest
 	}
+}
+
+// newer counts the rows below the visible window of h rows (the user
+// scrolled up); 0 while the log follows the newest.
+func (l *attemptLog) newer(h int) int {
+	if l.sel < 0 {
+		return 0
+	}
+	return len(l.rows) - min(len(l.rows), max(l.sel+1, h))
 }
 
 // selected returns the selected attempt row, or the newest attempt.

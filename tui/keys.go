@@ -24,6 +24,7 @@ type KeyMap struct {
 	Down       key.Binding
 	PageUp     key.Binding
 	PageDown   key.Binding
+	Newest     key.Binding // back to the newest (the log follows again)
 	Toggle     key.Binding // targets pane: put a target in or out of the chain
 	MoveUp     key.Binding // targets pane: move a target earlier in the chain
 	MoveDown   key.Binding
@@ -57,6 +58,7 @@ func DefaultKeyMap() KeyMap {
 		Down:       b([]string{"down", "j"}, "↓/j", "down"),
 		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
+		Newest:     b([]string{"G", "end"}, "G/end", "newest"),
 		Toggle:     b([]string{"space"}, "space", "target in/out of chain"),
 		MoveUp:     b([]string{"K", "shift+up"}, "K", "move target up"),
 		MoveDown:   b([]string{"J", "shift+down"}, "J", "move target down"),
@@ -119,7 +121,7 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
 	return [][]key.Binding{
 		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit},
-		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown},
+		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
 		{k.Toggle, k.MoveUp, k.MoveDown, k.Attempts, k.Mouse},
 		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}

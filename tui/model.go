@@ -424,6 +424,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.scroll(-m.convHeight())
 		case key.Matches(msg, k.PageDown):
 			m.scroll(m.convHeight())
+		case key.Matches(msg, k.Newest):
+			m.conv.bottom()
 		case key.Matches(msg, k.Send):
 			m.setFocus(focusInput)
 		}
@@ -437,6 +439,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.log.move(-5)
 		case key.Matches(msg, k.PageDown):
 			m.log.move(5)
+		case key.Matches(msg, k.Newest):
+			m.log.sel = -1 // follow the newest again
 		}
 	case focusTargets:
 		switch {
@@ -472,6 +476,9 @@ func (m *Model) setFocus(f focus) {
 	}
 	m.targets.focused = f == focusTargets
 	m.targets.invalidate()
+	if m.log.focused && f != focusAttempts {
+		m.log.sel = -1 // a selection lives while the log has the focus
+	}
 	m.log.focused = f == focusAttempts
 	m.log.invalidate()
 }

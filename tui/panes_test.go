@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -269,4 +270,70 @@ func TestScrolledUpViewStaysPut(t *testing.T) {
 	}
 	h.press("esc")
 	h.idle()
+}
+
+// TestLogFollowsUntilScrolledUp: the attempt log follows new rows; once the
+// user scrolls up it stays put and says how many rows are newer, and G
+// returns to the newest (issue 12, point 8).
+func TestLogFollowsUntilScrolledUp(t *testing.T) {
+	h := newHarness(t, 80, 24, Options{})
+	row := func(i int) *logRow {
+		a := retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, RequestID: fmt.Sprintf("req_row%02d", i)}
+		return &logRow{callID: "c", at: t0, attempt: a}
+	}
+	for i := 0; i < 10; i++ {
+		h.m.log.add(row(i))
+	}
+	h.press("tab") // conversation
+	h.press("tab") // attempts
+	h.press("k")
+	h.press("k")
+	h.m.log.add(row(10))
+	s := h.screen()
+	if strings.Contains(s, "req_row10") || !strings.Contains(s, "newer below · G") {
+		t.Fatalf("scrolled up: the newest row showed, or no hint of newer rows:\n%s", s)
+	}
+	h.press("G")
+	h.m.log.add(row(11))
+	s = h.screen()
+	if !strings.Contains(s, "req_row11") || strings.Contains(s, "newer below") {
+		t.Fatalf("G did not return to the newest:\n%s", s)
+	}
+}
+
+// TestStatusWrapsNotCut: a target's stop words and the transcript's raw
+// error wrap whole instead of being cut mid-sentence (issue 12, point 9).
+func TestStatusWrapsNotCut(t *testing.T) {
+	long := "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors. Please try again in 20s."
+	quota := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		a.Status, a.Class, a.Code, a.Decision, a.Message = 429, stream.ClassQuota, "insufficient_quota", retry.DecideStop, long
+		e.finish(a)
+		return e.end(retry.OutcomeStopped, nil, &stream.Error{Class: stream.ClassQuota, Status: 429, Code: "insufficient_quota", Message: long})
+	}
+	for _, sz := range [][2]int{{120, 40}, {80, 24}} {
+		h := newHarness(t, sz[0], sz[1], Options{}, quota)
+		h.typeText("hi")
+		h.press("enter")
+		h.idle()
+		flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ", "┃", " ").Replace(h.screen())), " ")
+		// The detail under the note, and (wide) the targets pane, end whole.
+		if !strings.Contains(flat, "Please try again in 20s.") || strings.Contains(flat, "…") {
+			t.Errorf("%dx%d: a sentence is cut:\n%s", sz[0], sz[1], h.screen())
+		}
+	}
+}
+
+// TestFocusShowsWithoutColour: with NO_COLOR the focused pane still stands
+// out: its frame is heavy (issue 12, point 10).
+func TestFocusShowsWithoutColour(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{NoColor: true})
+	h.press("tab") // the conversation
+	lines := strings.Split(h.screen(), "\n")
+	if !strings.Contains(lines[1], "┏ conversation") || strings.Contains(lines[1], "┏ targets") {
+		t.Errorf("the focused conversation is not marked: %q", lines[1])
+	}
+	if n := strings.Count(h.screen(), "┏"); n != 1 {
+		t.Errorf("%d panes marked focused, want 1:\n%s", n, h.screen())
+	}
 }

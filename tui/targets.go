@@ -86,6 +86,9 @@ type targetsPane struct {
 	inChain int            // how many of list are in the chain
 	cursor  int
 	focused bool
+	// wrapLong lets a collapsed status wrap onto more lines (off on short
+	// terminals, where the conversation needs the rows).
+	wrapLong bool
 
 	cache    []string
 	cacheKey string
@@ -387,7 +390,7 @@ func sourceOr(s stream.DelaySource, def string) string {
 func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Styles) []string {
 	// Countdowns round up to whole seconds from sub-second ends, so the key
 	// follows the clock tick (250ms), not the wall second.
-	key := fmt.Sprintf("%d/%v/%d/%v", w, collapsed, now.UnixMilli()/250, p.focused)
+	key := fmt.Sprintf("%d/%v/%d/%v/%v", w, collapsed, now.UnixMilli()/250, p.focused, p.wrapLong)
 	if key == p.cacheKey {
 		return p.cache
 	}
@@ -399,7 +402,7 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 			continue
 		}
 		if collapsed {
-			out = append(out, p.line(i, s, w, now, st))
+			out = append(out, p.line(i, s, w, now, st)...)
 			continue
 		}
 		out = append(out, p.full(i, s, w, now, st)...)
@@ -435,8 +438,9 @@ func (p *targetsPane) label(i int, s *targetState) string {
 	return mark + n + s.info.Target.String()
 }
 
-// line is the collapsed form: "1 openai/gpt-5.4-mini  WAITING 12s · 429 slow_down".
-func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *theme.Styles) string {
+// line is the collapsed form: "1 openai/gpt-5.4-mini  WAITING 12s · 429
+// slow_down", its words wrapped (never cut) onto indented lines.
+func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *theme.Styles) []string {
 	word, style := s.state(now, st)
 	extra := ""
 	switch word {
@@ -456,11 +460,22 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	if s.proxied && i >= p.inChain {
 		extra += " · via proxy"
 	}
-	name := fit(p.label(i, s), min(36, w/2))
+	nw := min(36, w/2)
+	name := fit(p.label(i, s), nw)
 	if p.focused && i == p.cursor {
 		name = st.Selected.Render(name)
 	}
-	return name + " " + style(word) + st.Subtle.Render(extra)
+	room := w - nw - 1 - len(word)
+	if widthOf(extra) <= room || !p.wrapLong {
+		return []string{fit(name+" "+style(word)+st.Subtle.Render(extra), w)}
+	}
+	const ind = "    "
+	parts := wrap(strings.TrimPrefix(extra, " "), w-len(ind))
+	out := []string{name + " " + style(word)}
+	for _, l := range parts {
+		out = append(out, ind+st.Subtle.Render(l))
+	}
+	return out
 }
 
 func gaugeBrief(l *stream.Limits, now time.Time) string {
@@ -501,10 +516,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		out = append(out, ind+st.Subtle.Render(fit("unavailable: set "+s.info.Missing, iw)))
 	case "STOPPED":
 		words := oneLine(s.stopWords)
-		for j, l := range wrap("quota: "+words, iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap("quota: "+words, iw) {
 			out = append(out, ind+st.Error.Render(l))
 		}
 		if !s.stopUntil.IsZero() {
@@ -513,10 +525,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("needs a person", iw)))
 		}
 	case "WAITING", "PAUSED":
-		for j, l := range wrap(s.waitWhy, iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap(s.waitWhy, iw) {
 			out = append(out, ind+st.Wait.Render(l))
 		}
 		total := s.waitUntil.Sub(s.waitFrom)
@@ -529,10 +538,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		bw := max(4, min(20, iw-len(cd)-1))
 		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
 	case "OVERLOADED":
-		for j, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
 			out = append(out, ind+st.Warn.Render(l))
 		}
 	default:

@@ -19,6 +19,9 @@ const (
 	blockDetail                  // raw detail under a note, dimmer
 )
 
+// maxDetailLines bounds a raw detail on screen (the history keeps it whole).
+const maxDetailLines = 12
+
 type noteKind int
 
 const (
@@ -182,11 +185,12 @@ func (b *block) render(w int, st *theme.Styles) []string {
 		}
 		add(b.text, style, "")
 	case blockDetail:
-		// Raw detail is for reference: at most three lines of it.
+		// Raw detail is for reference, wrapped whole (a provider's sentence
+		// is never cut); only a hostile server's wall of text is bounded.
 		add(b.text, st.Detail.Render, "  ")
-		if len(b.lines) > 3 {
-			b.lines = b.lines[:3]
-			b.lines[2] = fit(ansi.Truncate(b.lines[2], w-1, "")+st.Detail.Render("…"), w)
+		if len(b.lines) > maxDetailLines {
+			b.lines = b.lines[:maxDetailLines]
+			b.lines[maxDetailLines-1] = fit(ansi.Truncate(b.lines[maxDetailLines-1], w-1, "")+st.Detail.Render("…"), w)
 		}
 	}
 	return b.lines

@@ -40,11 +40,11 @@ func (m *Model) logHeight() int {
 	return min(9, max(4, m.bodyHeight()/4))
 }
 
+// targetsCollapsedHeight fits the collapsed targets' lines (a status wraps
+// onto more than one), at most a third of the body.
 func (m *Model) targetsCollapsedHeight() int {
-	n := m.targets.inChain
-	if m.targets.focused {
-		n = len(m.targets.list)
-	}
+	m.targets.wrapLong = m.height >= 20
+	n := len(m.targets.view(m.width-2, true, m.now, &m.st))
 	return min(max(1, n), max(1, m.bodyHeight()/3)) + 2
 }
 
@@ -130,7 +130,11 @@ func (m *Model) render() (string, *tea.Cursor) {
 		}
 		lines = append(lines, convLines...)
 		if lh > 0 {
-			lines = append(lines, m.box("attempts", m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
+			title := "attempts"
+			if n := m.log.newer(lh - 2); n > 0 {
+				title = fmt.Sprintf("attempts (%d newer below · G)", n)
+			}
+			lines = append(lines, m.box(title, m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
 		}
 	}
 
