@@ -144,6 +144,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 
 func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	r.wait = nil
+	m.statesStale = true
 	m.targets.callEnd(res, r.chain, r.id)
 	t.requests += len(res.Attempts)
 	t.done = true
@@ -192,10 +193,22 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	case retry.OutcomeStopped:
 		if res.CooldownHit {
 			until := "until cleared"
-			if !res.CooldownUntil.IsZero() {
-				until = "until " + res.CooldownUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, res.CooldownUntil) + ")"
+			cdUntil := res.CooldownUntil
+			if res.Cooldown != nil {
+				cdUntil = res.Cooldown.Until
 			}
-			t.note(noteError, "Not sent: a quota cooldown blocks this target "+until+". A person must act (limitscope cooldowns clear).")
+			if !cdUntil.IsZero() {
+				until = "until " + cdUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, cdUntil) + ")"
+			}
+			how := "tab to the targets pane and press x on it, or run limitscope cooldowns clear"
+			if m.opts.ClearCooldown == nil {
+				how = "limitscope cooldowns clear"
+			}
+			s := "Not sent: a quota cooldown blocks this target " + until + ". A person must act (" + how + ")."
+			if cd := res.Cooldown; cd != nil {
+				s = "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
+			}
+			t.note(noteError, s)
 		} else {
 			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
 		}

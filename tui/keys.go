@@ -25,6 +25,7 @@ type KeyMap struct {
 	PageUp     key.Binding
 	PageDown   key.Binding
 	Newest     key.Binding // back to the newest (the log follows again)
+	ClearStop  key.Binding // targets pane: what stopped a target, and clear it; demo menu: clear armed faults
 	Toggle     key.Binding // targets pane: put a target in or out of the chain
 	MoveUp     key.Binding // targets pane: move a target earlier in the chain
 	MoveDown   key.Binding
@@ -59,6 +60,7 @@ func DefaultKeyMap() KeyMap {
 		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
 		Newest:     b([]string{"G", "end"}, "G/end", "newest"),
+		ClearStop:  b([]string{"x"}, "x", "clear a stop (STOPPED target)"),
 		Toggle:     b([]string{"space"}, "space", "target in/out of chain"),
 		MoveUp:     b([]string{"K", "shift+up"}, "K", "move target up"),
 		MoveDown:   b([]string{"J", "shift+down"}, "J", "move target down"),
@@ -80,8 +82,12 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	switch h.m.mode {
 	case modeHistory:
 		return []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Back}
-	case modeHelp, modeFaults:
+	case modeHelp:
 		return []key.Binding{k.Back}
+	case modeFaults:
+		return []key.Binding{withHelp(k.ClearStop, "x", "clear armed faults"), k.Back}
+	case modeConfirm:
+		return []key.Binding{key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "clear the stop")), key.NewBinding(key.WithKeys("n"), key.WithHelp("n/esc", "keep it"))}
 	}
 	var out []key.Binding
 	if h.m.focus == focusInput {
@@ -104,6 +110,9 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	if h.m.focus != focusInput {
 		if h.m.focus == focusTargets {
 			out = append(out, k.Toggle, k.MoveUp, k.MoveDown)
+			if h.m.targets.cursorStopped(h.m.now) {
+				out = append(out, withHelp(k.ClearStop, "x", "clear the stop"))
+			}
 		}
 		out = append(out, k.History)
 		if h.m.opts.Simulated && h.m.opts.Faults != nil {
@@ -122,7 +131,7 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit},
 		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
-		{k.Toggle, k.MoveUp, k.MoveDown, k.Attempts, k.Mouse},
+		{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse},
 		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}
 }

@@ -37,6 +37,7 @@ const (
 	modeHelp
 	modeHistory
 	modeFaults
+	modeConfirm // clearing a real cooldown: what stopped it, y or n
 )
 
 // Minimum terminal size; below it the screen says what it needs.
@@ -128,11 +129,15 @@ type Model struct {
 	statusErr   bool
 	statusGen   int
 	ticking     bool
+	statesStale bool // a call ended: read the targets' states again
 	tickGen     int
 	quitting    bool
 	lastAnswer  string
 	lastAttempt *retry.Attempt
 	lastPrompt  string
+	confirm     *retry.Cooldown // the cooldown modeConfirm would clear
+	armed       []ArmedFault    // the simulator's armed faults, as last listed
+	armedErr    error
 
 	runs       *sync.WaitGroup // runs whose goroutine has not returned
 	chrome     map[chromeKey]*chrome
@@ -217,7 +222,7 @@ func (m *Model) applyTheme() {
 
 // Init asks the terminal for its background colour (light or dark).
 func (m *Model) Init() tea.Cmd {
-	return tea.RequestBackgroundColor
+	return tea.Batch(tea.RequestBackgroundColor, m.refreshStates())
 }
 
 func (m *Model) inFlight() bool { return m.call != nil }
@@ -271,7 +276,26 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.applyEvent(msg.events[i])
 		}
 		m.refreshControl()
+		cmd := m.ensureTick()
+		if m.statesStale {
+			m.statesStale = false
+			cmd = tea.Batch(cmd, m.refreshStates())
+		}
+		return m, cmd
+	case targetStatesMsg:
+		m.now = m.opts.Now()
+		m.targets.states(msg.states, m.now)
 		return m, m.ensureTick()
+	case cooldownClearedMsg:
+		return m, m.cooldownCleared(msg)
+	case armedMsg:
+		m.armed, m.armedErr = msg.faults, msg.err
+		return m, nil
+	case faultsClearedMsg:
+		if msg.err != nil {
+			return m, m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
+		}
+		return m, tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
 	case extStartMsg:
 		m.now = m.opts.Now()
 		m.extStart(msg)
@@ -283,7 +307,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
 		}
-		return m, m.setStatus("Injected "+msg.what+": send a prompt to see it.", false)
+		return m, tea.Batch(m.setStatus("Injected "+msg.what+": send a prompt to see it.", false), m.loadArmed())
 	case historyListMsg:
 		m.hist.listed(msg)
 		return m, nil
@@ -334,6 +358,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case modeFaults:
 		return m.faultKey(msg)
+	case modeConfirm:
+		return m.confirmKey(msg)
 	case modeHistory:
 		return m.historyKey(msg)
 	}
@@ -394,7 +420,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)
 		}
 		m.mode = modeFaults
-		return nil
+		return m.loadArmed()
 	case key.Matches(msg, k.Attempts):
 		m.showLog = !m.showLog
 		return nil
@@ -454,6 +480,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setChain(m.targets.reorder(-1))
 		case key.Matches(msg, k.MoveDown):
 			return m.setChain(m.targets.reorder(1))
+		case key.Matches(msg, k.ClearStop):
+			return m.stopKey()
 		}
 	}
 	return nil
@@ -637,6 +665,9 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.mode = modeMain
 		return nil
 	}
+	if key.Matches(msg, m.keys.ClearStop) {
+		return m.clearFaults()
+	}
 	s := msg.String()
 	if len(s) != 1 || s[0] < '1' || s[0] > '9' {
 		return nil
@@ -662,6 +693,9 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 		f.RetryAfter = time.Minute
 	}
 	what := fk.Name + " on " + orDash(provider)
+	if fk.Lasts != "" {
+		what += " (" + fk.Lasts + ")"
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -675,7 +675,8 @@ func TestOutcomesAreSentences(t *testing.T) {
 	}
 	cooldown := func(ctx context.Context, e *emitter) retry.Result {
 		r := retry.Result{CallID: e.c.ID, Outcome: retry.OutcomeStopped, CooldownHit: true, CooldownUntil: t0.Add(time.Hour),
-			Err: &stream.Error{Class: stream.ClassQuota, Message: "openai account is cooling down until 2026-11-29T15:02:00Z after a quota stop on openai/gpt-5.4-mini"}}
+			Err:      &stream.Error{Class: stream.ClassQuota, Message: "openai account is cooling down until 2026-11-29T15:02:00Z after a quota stop on openai/gpt-5.4-mini"},
+			Cooldown: &retry.Cooldown{Scope: "openai:acct-1f2e", Until: t0.Add(time.Hour), Since: t0, Target: "openai/gpt-5.4-mini", Code: "insufficient_quota", Message: "You exceeded your current quota."}}
 		e.emit(retry.Event{Kind: retry.EventCallEnd, Result: &r})
 		return r
 	}
@@ -687,7 +688,7 @@ func TestOutcomesAreSentences(t *testing.T) {
 		{"deferred", deferred, []string{"Deferring: the wait is longer than max-wait.", "Deferred: the server asked for a wait longer than max-wait"}},
 		{"gave_up", gaveUp, []string{"openai had a server error. Retrying openai after a wait.", "Gave up after 2 requests"}},
 		{"failed", failed, []string{"openai rejected the request. Not retrying: fix the request.", "Failed: the request itself is wrong"}},
-		{"cooldown", cooldown, []string{"Not sent: a quota cooldown blocks this target until 15:02 (in 1h00m)", "openai account is cooling down", "STOPPED"}},
+		{"cooldown", cooldown, []string{"Not sent: a quota stop on openai/gpt-5.4-mini (insufficient_quota) blocks it", "openai account is cooling down", "STOPPED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 120, 40, Options{}, tc.s)

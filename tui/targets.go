@@ -32,8 +32,13 @@ type targetState struct {
 	stopWords string // the provider's own words
 	stopUntil time.Time
 
-	lastErr string // the last failure, for context
-	limits  *stream.Limits
+	cooldown *retry.Cooldown // the cooldown that stops it, when known (never parsed from a message)
+
+	lastErr  string // the last failure, for context
+	limits   *stream.Limits
+	answered bool // a response came back (limits nil then: it sends no limit headers)
+	pace     retry.PaceState
+	hasPace  bool
 }
 
 // state returns the state word and its style.
@@ -230,8 +235,13 @@ func (p *targetsPane) text(t stream.Target, callID string) {
 func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string) {
 	s := p.get(a.Target)
 	s.setBusy(callID, "")
-	if a.Limits != nil && !a.Limits.Empty() {
-		s.limits = a.Limits
+	if a.Status != 0 {
+		s.answered = true
+		// Always the latest response's headers: a response without any
+		// keeps the last snapshot (its numbers still hold until reset).
+		if a.Limits != nil && !a.Limits.Empty() {
+			s.limits = a.Limits
+		}
 	}
 	end := a.StartedAt.Add(a.Duration)
 	if end.IsZero() || a.StartedAt.IsZero() {
@@ -262,6 +272,10 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 			s.stopWords = a.Code
 		}
 		s.stopUntil = time.Time{}
+		if cd := a.Cooldown; cd != nil {
+			c := *cd
+			s.cooldown, s.stopUntil = &c, cd.Until
+		}
 	case stream.ClassCancelled:
 	default:
 		s.lastErr = statusCode(a)
@@ -301,6 +315,51 @@ func (p *targetsPane) waitEnd(w *retry.Wait, now time.Time) {
 	p.invalidate()
 }
 
+// states applies what the engine knows of each target now (its active
+// cooldown, its pacer), read by a command: the truth for STOPPED and PAUSED.
+func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.Time) {
+	for t, ts := range sts {
+		s := p.get(t)
+		s.pace, s.hasPace = ts.Pace, ts.HasPacer
+		switch cd := ts.Cooldown; {
+		case cd != nil && cd.Active(now):
+			c := *cd
+			s.cooldown = &c
+			s.stopped, s.stopUntil = true, cd.Until
+			if s.stopWords = cd.Message; s.stopWords == "" {
+				s.stopWords = cd.Code
+			}
+		case s.stopped:
+			// Cleared (or ended) in the store: no longer stopped.
+			s.stopped, s.cooldown = false, nil
+		}
+		if h := ts.Pace.HoldUntil; h.After(now) && h.After(s.waitUntil) && s.busy() == "" {
+			s.waitFrom, s.waitUntil, s.paused = now, h, true
+			s.waitWhy = "pacing: no request before its limit resets"
+		}
+	}
+	p.invalidate()
+}
+
+// cursorStopped reports whether the target under the cursor is STOPPED.
+func (p *targetsPane) cursorStopped(now time.Time) bool {
+	if !p.focused || p.cursor >= len(p.list) {
+		return false
+	}
+	s := p.list[p.cursor]
+	return s.info.Available && s.stopped && (s.stopUntil.IsZero() || now.Before(s.stopUntil))
+}
+
+// unstop clears the stops of the cooldown with the given scope.
+func (p *targetsPane) unstop(scope string) {
+	for _, s := range p.list {
+		if s.cooldown != nil && s.cooldown.Scope == scope {
+			s.stopped, s.cooldown = false, nil
+		}
+	}
+	p.invalidate()
+}
+
 // stop marks a target stopped (a quota or a cooldown).
 func (p *targetsPane) stop(t stream.Target, words string, until time.Time) {
 	s := p.get(t)
@@ -322,10 +381,11 @@ func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
 		for _, s := range p.list {
 			t := s.info.Target
 			switch {
-			case strings.HasSuffix(c.Scope, t.String()):
+			case strings.HasSuffix(c.Scope, t.String()),
+				err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
 				p.stop(t, words, c.Until)
-			case err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
-				p.stop(t, words, c.Until)
+				cp := c
+				s.cooldown = &cp
 			}
 		}
 	}
@@ -337,11 +397,17 @@ func (p *targetsPane) callEnd(r *retry.Result, chain []stream.Target, callID str
 	for _, s := range p.list {
 		s.setBusy(callID, "")
 	}
-	if r.CooldownHit && len(r.Attempts) == 0 && r.Err != nil {
-		for _, t := range chain {
-			if strings.HasPrefix(r.Err.Message, t.String()+" ") || strings.HasPrefix(r.Err.Message, t.Provider+" account") {
-				p.stop(t, r.Err.Message, r.CooldownUntil)
+	if cd := r.Cooldown; cd != nil {
+		// The engine names the cooldown and its target: no message parsing.
+		if t, err := stream.ParseTarget(cd.Target); err == nil {
+			s := p.get(t)
+			words := cd.Message
+			if words == "" {
+				words = cd.Code
 			}
+			s.stopped, s.stopWords, s.stopUntil = true, words, cd.Until
+			c := *cd
+			s.cooldown = &c
 		}
 	}
 	if r.Outcome == retry.OutcomeStopped && r.Err != nil {

@@ -89,19 +89,35 @@ func (m *Model) render() (string, *tea.Cursor) {
 		inner := m.hist.view(w-2, body-2, st)
 		lines = append(lines, m.box("history", inner, w, body, true, false)...)
 	case modeFaults:
-		inner := []string{st.Subtle.Render("Inject a fault into the simulator; the next prompt meets it."), ""}
 		prov := "-"
 		if len(m.chain) > 0 {
-			prov = m.chain[0].Provider
+			prov = m.chain[0].String()
 		}
+		inner := []string{st.Subtle.Render(fit("Each key arms one fault on the primary, "+prov+"; the next prompt meets it.", w-2)), ""}
 		for i, f := range m.opts.FaultKinds {
 			if i == 9 {
 				break
 			}
-			inner = append(inner, fmt.Sprintf(" %s  %-16s %s", st.Accent.Render(fmt.Sprint(i+1)), f.Name, st.Subtle.Render(f.Description)))
+			line := fmt.Sprintf(" %s  %-13s %-15s ", st.Accent.Render(fmt.Sprint(i+1)), f.Name, orDash(f.Lasts))
+			inner = append(inner, fit(line+st.Subtle.Render(f.Description), w-2))
 		}
-		inner = append(inner, "", st.Subtle.Render("Faults hit the primary ("+prov+"). esc closes."))
+		inner = append(inner, "")
+		switch {
+		case m.opts.Armed == nil:
+		case m.armedErr != nil:
+			inner = append(inner, st.Error.Render(fit("Could not list the armed faults: "+m.armedErr.Error(), w-2)))
+		case len(m.armed) == 0:
+			inner = append(inner, st.Subtle.Render("Nothing is armed now."))
+		default:
+			inner = append(inner, st.Warn.Render(fmt.Sprintf("Armed now (%d) · x clears them all:", len(m.armed))))
+			for _, a := range m.armed {
+				inner = append(inner, st.Warn.Render(fit("  "+armedWords(a, m.now), w-2)))
+			}
+		}
+		inner = append(inner, st.Subtle.Render("esc closes."))
 		lines = append(lines, m.box("demo faults", inner, w, body, false, false)...)
+	case modeConfirm:
+		lines = append(lines, m.box("clear a quota stop?", m.confirmLines(w-4), w, body, false, true)...)
 	default:
 		lh := m.logHeight()
 		top := body - lh
