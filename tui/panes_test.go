@@ -52,7 +52,7 @@ func TestTargetStatesInWords(t *testing.T) {
 		Tokens:   &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
 	}}, now, "c")
 	s := paneText(p, now)
-	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k (rounded)") || !strings.Contains(s, "reset 2m") {
+	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k") || strings.Count(s, "(rounded)") != 1 || !strings.Contains(s, "left of each limit (rounded)") || !strings.Contains(s, "reset 2m") {
 		t.Errorf("gauges:\n%s", s)
 	}
 	// A quota stop names the provider's words.
@@ -335,5 +335,52 @@ func TestFocusShowsWithoutColour(t *testing.T) {
 	}
 	if n := strings.Count(h.screen(), "┏"); n != 1 {
 		t.Errorf("%d panes marked focused, want 1:\n%s", n, h.screen())
+	}
+}
+
+// TestGaugesSayLeft: gauges have a legend, a nearly full window is not drawn
+// full, an exhausted one is drawn empty in the warning colour, and
+// "(rounded)" is said once per target (issue 12, point 3).
+func TestGaugesSayLeft(t *testing.T) {
+	st := theme.New(true, false)
+	l := &stream.Limits{
+		Requests:     &stream.Window{Limit: 500, Remaining: 499, HasLimit: true, HasRemaining: true},
+		Tokens:       &stream.Window{Limit: 150000, Remaining: 0, HasLimit: true, HasRemaining: true},
+		InputTokens:  &stream.Window{Limit: 2000000, Remaining: 2000000, HasLimit: true, HasRemaining: true, Rounded: true},
+		OutputTokens: &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
+	}
+	out := gauges(l, 34, t0, &st, "  ")
+	plain := ansi.Strip(strings.Join(out, "\n"))
+	if !strings.HasPrefix(plain, "  left of each limit (rounded)") || strings.Count(plain, "(rounded)") != 1 {
+		t.Errorf("no legend, or (rounded) not once:\n%s", plain)
+	}
+	if !strings.Contains(plain, "req ███████░ 499/500") {
+		t.Errorf("499/500 is not drawn short of full:\n%s", plain)
+	}
+	if !strings.Contains(plain, "tok ░░░░░░░░ 0/150k") || !strings.Contains(out[2], st.Warn.Render("░░░░░░░░")) {
+		t.Errorf("an exhausted window is not drawn empty in the warning colour:\n%q", out[2])
+	}
+}
+
+// TestNoLimitHeadersSaysWhy: a target whose answers carry no limit headers
+// says so, and shows the rate the pacer learned from its 429s (issue 12,
+// point 11).
+func TestNoLimitHeadersSaysWhy(t *testing.T) {
+	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{gemini: {Rate: 0.5, RateLearned: true}}}
+	gem := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(gemini)
+		e.say("ok")
+		a.Status = 200
+		e.finish(a)
+		return e.end(retry.OutcomeOK, &gemini, nil)
+	}
+	h := newHarness(t, 120, 40, Options{Chain: []stream.Target{gemini}, Targets: []TargetInfo{{Target: gemini, Available: true}}, TargetState: es.state}, gem)
+	h.typeText("hi")
+	h.press("enter")
+	h.idle()
+	h.until("the learned rate", func() bool { return strings.Contains(h.screen(), "30 req/min") })
+	flat := strings.Join(strings.Fields(strings.ReplaceAll(h.screen(), "│", " ")), " ")
+	if !strings.Contains(flat, "gemini sends no limit headers; learned from its 429s: 30 req/min") {
+		t.Errorf("no reason for the missing gauges:\n%s", h.screen())
 	}
 }

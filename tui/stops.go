@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"

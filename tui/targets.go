@@ -36,7 +36,7 @@ type targetState struct {
 
 	lastErr  string // the last failure, for context
 	limits   *stream.Limits
-	answered bool // a response came back (limits nil then: it sends no limit headers)
+	answered bool // an answer came without limit headers: the provider sends none
 	pace     retry.PaceState
 	hasPace  bool
 }
@@ -236,7 +236,9 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 	s := p.get(a.Target)
 	s.setBusy(callID, "")
 	if a.Status != 0 {
-		s.answered = true
+		// An answer without headers: the provider sends none (an error
+		// response may lack them for other reasons).
+		s.answered = s.answered || (a.Class == stream.ClassOK && (a.Limits == nil || a.Limits.Empty()))
 		// Always the latest response's headers: a response without any
 		// keeps the last snapshot (its numbers still hold until reset).
 		if a.Limits != nil && !a.Limits.Empty() {
@@ -521,6 +523,8 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	default:
 		if g := gaugeBrief(s.limits, now); g != "" {
 			extra = " · " + g
+		} else if s.answered && s.limits == nil {
+			extra = " · " + noHeaders(s)
 		}
 	}
 	if s.proxied && i >= p.inChain {
@@ -553,6 +557,7 @@ func gaugeBrief(l *stream.Limits, now time.Time) string {
 	if r.HasLimit {
 		s += "/" + fmtCount(r.Limit)
 	}
+	s += " left"
 	if r.PerDay {
 		s += " per day"
 	}
@@ -612,30 +617,48 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("last: "+s.lastErr, iw)))
 		}
 	}
-	out = append(out, gauges(s.limits, iw, now, st, ind)...)
+	if g := gauges(s.limits, iw, now, st, ind); len(g) > 0 {
+		out = append(out, g...)
+	} else if s.answered && word != "NO KEY" {
+		for _, l := range wrap(noHeaders(s), iw) {
+			out = append(out, ind+st.Subtle.Render(l))
+		}
+	}
 	return out
 }
 
-// gauges renders a limits snapshot, one line a window.
+// gauges renders a limits snapshot, one line a window, under a legend: a
+// bar shows what is LEFT of each limit (full: all of it left), an exhausted
+// window is drawn empty in the warning colour, and "(rounded)" is said once.
 func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string) []string {
 	if l == nil {
 		return nil
 	}
 	var out []string
+	rounded := false
 	one := func(name string, win *stream.Window) {
 		if win == nil || (!win.HasRemaining && !win.HasLimit) {
 			return
 		}
-		frac := 1.0
+		rounded = rounded || win.Rounded
+		bw := 8
+		if w < 30 {
+			bw = 4
+		}
+		cells := bw
 		if win.HasLimit && win.Limit > 0 {
-			frac = float64(win.Remaining) / float64(win.Limit)
+			cells = int(float64(win.Remaining)/float64(win.Limit)*float64(bw) + 0.5)
+			// Never full while some is used, never empty while some is left.
+			if win.Remaining < win.Limit {
+				cells = min(cells, bw-1)
+			}
+			if win.Remaining > 0 {
+				cells = max(cells, 1)
+			}
 		}
 		nums := fmtCount(win.Remaining)
 		if win.HasLimit {
 			nums += "/" + fmtCount(win.Limit)
-		}
-		if win.Rounded {
-			nums += " (rounded)"
 		}
 		if win.PerDay {
 			nums += " per day"
@@ -644,16 +667,42 @@ func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string
 		if now.Before(win.Reset) {
 			tail = " reset " + fmtCountdown(now, win.Reset)
 		}
-		bw := 8
-		if w < 30 {
-			bw = 4
+		full, empty, numStyle := st.GaugeFull.Render, st.GaugeEmpty.Render, fmt.Sprint
+		if win.HasRemaining && win.Remaining <= 0 {
+			cells, empty, numStyle = 0, st.Warn.Render, func(a ...any) string { return st.Warn.Render(fmt.Sprint(a...)) }
 		}
-		line := fmt.Sprintf("%-4s", name) + bar(frac, bw, st.GaugeFull.Render, st.GaugeEmpty.Render) + " " + nums + st.Subtle.Render(tail)
+		g := full(strings.Repeat("█", cells)) + empty(strings.Repeat("░", bw-cells))
+		line := fmt.Sprintf("%-4s", name) + g + " " + numStyle(nums) + st.Subtle.Render(tail)
 		out = append(out, ind+fit(line, w))
 	}
 	one("req", l.Requests)
 	one("tok", l.Tokens)
 	one("in", l.InputTokens)
 	one("out", l.OutputTokens)
-	return out
+	if len(out) == 0 {
+		return nil
+	}
+	legend := "left of each limit"
+	if rounded {
+		legend += " (rounded)"
+	}
+	return append([]string{ind + st.Subtle.Render(fit(legend, w))}, out...)
+}
+
+// noHeaders says why a target that answered shows no gauge, and what the
+// pacer learned instead.
+func noHeaders(s *targetState) string {
+	t := s.info.Target.Provider + " sends no limit headers"
+	if s.hasPace && s.pace.RateLearned && s.pace.Rate > 0 {
+		return t + "; learned from its 429s: " + fmtRate(s.pace.Rate)
+	}
+	return t + "; its rate is learned from its 429s"
+}
+
+// fmtRate renders a request rate: "0.5 req/s", "12 req/min".
+func fmtRate(r float64) string {
+	if r >= 1 {
+		return fmt.Sprintf("%.1f req/s", r)
+	}
+	return fmt.Sprintf("%.0f req/min", r*60)
 }
