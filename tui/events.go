@@ -357,7 +357,7 @@ func (m *Model) liveWait() []string {
 	if m.turn != nil && !m.conv.isLast(m.turn) {
 		head = "⏳ your prompt: " + strings.TrimPrefix(head, "⏳ ")
 	}
-	out := []string{st.Countdown.Bold(true).Render(head)}
+	out := []string{st.CountdownHead.Render(head)}
 	if w.Reason != "" {
 		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
 	}

@@ -205,16 +205,7 @@ func (m *Model) applyTheme() {
 	clear(m.chrome)
 	m.headerKey, m.footerKey, m.inputKey = "", "", ""
 	m.help.Styles = m.st.Help
-	is := textinput.DefaultStyles(m.dark)
-	if m.opts.NoColor {
-		is = textinput.Styles{}
-	} else {
-		is.Focused.Prompt = m.st.Accent
-		is.Blurred.Prompt = m.st.Subtle
-		is.Focused.Placeholder = m.st.Subtle
-		is.Blurred.Placeholder = m.st.Subtle
-	}
-	m.input.SetStyles(is)
+	m.input.SetStyles(m.st.Input)
 	m.conv.invalidate()
 	m.log.invalidate()
 	m.targets.invalidate()
