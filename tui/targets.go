@@ -539,11 +539,20 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	if widthOf(extra) <= room || !p.wrapLong {
 		return []string{fit(name+" "+style(word)+st.Subtle.Render(extra), w)}
 	}
+	// As much as fits beside the state (the countdown first), the rest
+	// wrapped under it.
 	const ind = "    "
-	parts := wrap(strings.TrimPrefix(extra, " "), w-len(ind))
-	out := []string{name + " " + style(word)}
-	for _, l := range parts {
-		out = append(out, ind+st.Subtle.Render(l))
+	head, rest := "", strings.TrimPrefix(extra, " ")
+	if room > 2 {
+		parts := wrap(rest, room-1)
+		head = " " + parts[0]
+		rest = strings.TrimSpace(strings.TrimPrefix(rest, parts[0]))
+	}
+	out := []string{fit(name+" "+style(word)+st.Subtle.Render(head), w)}
+	if rest != "" {
+		for _, l := range wrap(rest, w-len(ind)) {
+			out = append(out, ind+st.Subtle.Render(l))
+		}
 	}
 	return out
 }
