@@ -181,7 +181,7 @@ func main() {
 		Runner:        eng,
 		TargetState:   eng.TargetState,
 		ClearCooldown: func(_ context.Context, scope string) error { return eng.Cooldowns.Clear(scope) },
-		Chain:  []stream.Target{openai, anthropic},
+		Chain:         []stream.Target{openai, anthropic},
 		Targets: []tui.TargetInfo{
 			{Target: openai, Available: true},
 			{Target: anthropic, Available: true},
