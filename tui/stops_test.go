@@ -183,3 +183,63 @@ func TestDemoMenuSaysWhatAndShowsArmed(t *testing.T) {
 		t.Errorf("ClearFaults called %d times", fa.cleared)
 	}
 }
+
+// TestFallbackNoteNamesTheMove: the fallback note names the error of the
+// attempt that moved the call (the 429), not the 503 retried before it
+// (issue 12, point 7).
+func TestFallbackNoteNamesTheMove(t *testing.T) {
+	s := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		a.Status, a.Class, a.Code, a.Decision = 503, stream.ClassServer, "server_error", retry.DecideRetry
+		e.finish(a)
+		b := e.start(openai)
+		rateLimited(b, 20*time.Second, retry.DecideFailover)
+		e.finish(b)
+		c := e.start(anthropic)
+		e.say("answer")
+		c.Status = 200
+		e.finish(c)
+		return e.end(retry.OutcomeOK, &anthropic, nil)
+	}
+	h := newHarness(t, 120, 40, Options{}, s)
+	h.typeText("hi")
+	h.press("enter")
+	h.idle()
+	sc := h.screen()
+	if !strings.Contains(sc, "(fallback: primary openai/gpt-5.4-mini 429 rate_limit, asked 20s)") {
+		t.Errorf("the fallback note does not name the 429 that moved the call:\n%s", sc)
+	}
+}
+
+// TestCancelDuringWaitSaysWhatWasWaited: esc during a wait: the log and the
+// transcript say what was really waited (EventWaitEnd), not the planned
+// wait (issue 12, point 2).
+func TestCancelDuringWaitSaysWhatWasWaited(t *testing.T) {
+	s := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		rateLimited(a, 20*time.Second, retry.DecideRetry)
+		a.Waited = 20 * time.Second // what an engine may put on the attempt at its end: the plan
+		e.finish(a)
+		e.wait(openai, 20*time.Second, 20*time.Second, stream.SourceRetryAfter, "openai asked 20s (retry-after)")
+		from := e.clock.Now()
+		<-ctx.Done()
+		e.waitEnd(openai, 20*time.Second, e.clock.Now().Sub(from), retry.WaitCancelled)
+		return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
+	}
+	h := newHarness(t, 120, 40, Options{}, s)
+	h.typeText("hi")
+	h.press("enter")
+	h.until("the wait", h.m.waiting)
+	h.tick(4 * time.Second)
+	h.press("esc")
+	h.idle()
+	sc := h.screen()
+	for _, want := range []string{"Waited 4s of 20s, then cancelled.", "wait 20s -> cancelled after 4s of a 20s wait", "waited 4s"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("screen lacks %q:\n%s", want, sc)
+		}
+	}
+	if strings.Contains(sc, "waited 20s") {
+		t.Errorf("the log reports a wait that did not happen:\n%s", sc)
+	}
+}
