@@ -189,14 +189,9 @@ var (
 	heavyFrame = frameGlyphs{"┏", "┓", "┗", "┛", "━", "┃"} // the focused pane
 )
 
-// box frames lines (already fitted to w-2 cells) with a single-line border
-// and a title, giving exactly h lines of w cells. With fitted, the lines are
-// known to be exactly w-2 cells already.
-func box(title string, lines []string, w, h int, fitted bool, border, titleStyle func(...string) string) []string {
-	return drawFrame(title, lines, w, h, fitted, border, titleStyle, lightFrame)
-}
-
-// drawFrame is box with the given glyphs.
+// drawFrame frames lines with the given glyphs and a title, giving exactly
+// h lines of w cells. With fitted, the lines are known to be exactly w-2
+// cells already.
 func drawFrame(title string, lines []string, w, h int, fitted bool, border, titleStyle func(...string) string, g frameGlyphs) []string {
 	if w < 4 || h < 2 {
 		return nil

@@ -104,12 +104,6 @@ func (c *fakeControl) CanFailOver() bool {
 	return c.can
 }
 
-func (c *fakeControl) set(can bool) {
-	c.mu.Lock()
-	c.can = can
-	c.mu.Unlock()
-}
-
 // control is the model's control hook: one fakeControl per call, reachable
 // from the script through the call's *retry.Control.
 func (r *fakeRunner) control(c *retry.Control) controller {

@@ -101,7 +101,6 @@ type turn struct {
 	primary stream.Target
 	blocks  []*block
 	current *block // the text block of the attempt streaming now
-	runs    int
 	done    bool
 
 	currentTarget stream.Target
