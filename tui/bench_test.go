@@ -90,7 +90,8 @@ const tokensPerFrame = 80
 // benchStream streams an answer that is never reset: the call in flight is
 // first given size bytes of one paragraph, then every op is one more token
 // through Update and View, and every tokensPerFrame ops one renderer frame.
-// ns/op is the console's cost per token at that answer length.
+// ns/op (wall) and cpu-ns/op (the process's CPU time, steady on a loaded
+// machine) are the console's cost per token at that answer length.
 func benchStream(b *testing.B, w, h, history, size int) {
 	m := benchModel(b, history)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
@@ -109,6 +110,7 @@ func benchStream(b *testing.B, w, h, history, size int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		m.Update(msgs[i%len(msgs)])
 		v := m.View()
@@ -117,6 +119,10 @@ func benchStream(b *testing.B, w, h, history, size int) {
 		}
 	}
 	b.StopTimer()
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		// CPU per token: what a loaded machine does not inflate.
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 	if got := len(m.turn.current.text); got < size {
 		b.Fatalf("the answer shrank to %d bytes", got)
 	}
