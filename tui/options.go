@@ -181,14 +181,14 @@ type Options struct {
 // stops best, each with what the simulator answers and how long it lasts.
 func DefaultFaultKinds() []FaultInfo {
 	return []FaultInfo{
-		{"rate_limit", "a 429 that asks for a 20s wait (retry-after)", "next request"},
-		{"overload", "overloaded: 529 (Anthropic), 498 (Groq), 503 elsewhere", "next 3 requests"},
-		{"spend_cap", "a billing stop (OpenAI insufficient_quota, Anthropic spend limit): a person must act", "until cleared"},
-		{"mid_stream", "HTTP 200, some text, then an error inside the stream", "next request"},
-		{"failover-demo", "429s and overloads on the primary; the fallbacks stay healthy", "1 minute"},
-		{"daily_quota", "a per-day quota stop (Gemini PerDay, Groq RPD); a billing stop on the others", "until cleared"},
-		{"cut", "the stream is cut part-way, without its end event", "next request"},
+		{"rate_limit", "a 429 asking a 20s wait (retry-after)", "next request"},
+		{"overload", "overloaded: 529, 498 or 503 by provider", "next 3 requests"},
+		{"spend_cap", "a billing stop: a person must act", "until cleared"},
+		{"mid_stream", "HTTP 200, some text, then an error", "next request"},
+		{"failover-demo", "429s, overloads; fallbacks stay healthy", "1 minute"},
+		{"daily_quota", "per-day quota (Gemini, Groq); else billing", "until cleared"},
+		{"cut", "the stream ends without its end event", "next request"},
 		{"server_error", "a 500 internal server error", "next request"},
-		{"slow_down", "429 slow_down: traffic grew too quickly", "next request"},
+		{"slow_down", "429 slow_down: traffic grew too fast", "next request"},
 	}
 }

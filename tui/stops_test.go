@@ -243,3 +243,15 @@ func TestCancelDuringWaitSaysWhatWasWaited(t *testing.T) {
 		t.Errorf("the log reports a wait that did not happen:\n%s", sc)
 	}
 }
+
+// TestDemoMenuFitsAt80: at 80x24 no entry of the demo menu is cut.
+func TestDemoMenuFitsAt80(t *testing.T) {
+	fa := &fakeArmed{faults: []ArmedFault{{Provider: "openai", Kind: "overload", Left: 2}}}
+	h := newHarness(t, 80, 24, Options{Simulated: true, Faults: &fakeFaults{}, Armed: fa})
+	h.press("tab")
+	h.press("d")
+	h.until("the armed list", func() bool { return strings.Contains(h.screen(), "Armed now") })
+	if s := h.screen(); strings.Contains(s, "…") || !strings.Contains(s, "slow_down") {
+		t.Errorf("the demo menu is cut at 80x24:\n%s", s)
+	}
+}

@@ -93,7 +93,11 @@ func (m *Model) render() (string, *tea.Cursor) {
 		if len(m.chain) > 0 {
 			prov = m.chain[0].String()
 		}
-		inner := []string{st.Subtle.Render(fit("Each key arms one fault on the primary, "+prov+"; the next prompt meets it.", w-2)), ""}
+		var inner []string
+		for _, l := range wrap("Each key arms one fault on the primary, "+prov+"; the next prompt meets it.", w-2) {
+			inner = append(inner, st.Subtle.Render(l))
+		}
+		inner = append(inner, "")
 		for i, f := range m.opts.FaultKinds {
 			if i == 9 {
 				break
