@@ -114,6 +114,18 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 		b.broken = true
 		b.dirty = true
 	}
+	if a.FailedOverByUser && (a.Class == stream.ClassCancelled || b != nil && b.text != "") {
+		// ctrl+f during the stream: the engine ended it and moves on.
+		s := "You failed over during " + a.Target.String() + "'s answer"
+		if next := nextTarget(r.chain, a.Target); next != "" {
+			s += "; trying " + next
+		}
+		t.note(noteWarn, s+".")
+		if a.Target == t.primary && t.primaryWhy == "" {
+			t.primaryWhy = "you failed over during its answer"
+		}
+		return
+	}
 	if a.Class == stream.ClassCancelled {
 		return
 	}
@@ -287,6 +299,8 @@ func moveWhy(as []retry.Attempt) string {
 	for i := range as {
 		a := &as[i]
 		switch {
+		case a.FailedOverByUser && a.Class == stream.ClassCancelled:
+			return "you failed over during its answer"
 		case a.FailedOverByUser:
 			s := shortWhy(a) + "; you failed over"
 			if a.Waited > 0 && a.RetryAfter != nil {

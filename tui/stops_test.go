@@ -255,3 +255,43 @@ func TestDemoMenuFitsAt80(t *testing.T) {
 		t.Errorf("the demo menu is cut at 80x24:\n%s", s)
 	}
 }
+
+// TestFailOverDuringStream: ctrl+f while an answer streams: the engine ends
+// the stream (the attempt says the user moved it) and the fallback answers,
+// in the same call.
+func TestFailOverDuringStream(t *testing.T) {
+	s := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		e.say("A slow answ")
+		select {
+		case <-e.ctl.moved:
+		case <-ctx.Done():
+		}
+		a.Status, a.Class, a.FailedOverByUser, a.Decision = 200, stream.ClassCancelled, true, retry.DecideFailover
+		e.finish(a)
+		b := e.start(anthropic)
+		e.say("A fast answer.")
+		b.Status = 200
+		e.finish(b)
+		return e.end(retry.OutcomeOK, &anthropic, nil)
+	}
+	h := newHarness(t, 120, 40, Options{}, s)
+	h.typeText("hi")
+	h.press("enter")
+	h.until("streaming", func() bool { return strings.Contains(h.screen(), "A slow answ") })
+	if !strings.Contains(h.screen(), "ctrl+f fail over now") {
+		t.Errorf("no ctrl+f hint while streaming with a fallback:\n%s", h.screen())
+	}
+	h.press("ctrl+f")
+	h.idle()
+	sc := h.screen()
+	for _, want := range []string{"You failed over during openai/gpt-5.4-mini's answer; trying",
+		"A fast answer.", "-> failed over by you", "(fallback: primary openai/gpt-5.4-mini you failed over during its answer)"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("screen lacks %q:\n%s", want, sc)
+		}
+	}
+	if len(h.runner.Calls()) != 1 {
+		t.Errorf("%d calls", len(h.runner.Calls()))
+	}
+}
