@@ -22,7 +22,7 @@ func wholeWrap(text string, w int) []string {
 // after every piece the lines equal the whole text's wrap.
 func TestTextWrapMatchesWholeWrap(t *testing.T) {
 	atoms := []string{"the", " ", "  ", "database", " failed over", "-", "日本語", "🙂", "\t", "x", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "\n"}
-	for seed := uint64(0); seed < 150; seed++ {
+	for seed := uint64(0); seed < 100; seed++ {
 		r := rand.New(rand.NewPCG(seed, 11))
 		w := 1 + r.IntN(40)
 		var text strings.Builder
@@ -42,4 +42,26 @@ func TestTextWrapMatchesWholeWrap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzTextWrap streams the fuzzer's text in pieces cut at the fuzzer's
+// points and checks the incremental lines against the whole text's wrap.
+func FuzzTextWrap(f *testing.F) {
+	f.Add("The primary database failed over at 14:02; writes paused.", uint8(20), uint8(3))
+	f.Add("aaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbb 日本語 🙂\tx - y", uint8(7), uint8(1))
+	f.Fuzz(func(t *testing.T, text string, w, step uint8) {
+		width := 2 + int(w)%60
+		n := 1 + int(step)%16
+		var tw textWrap
+		tw.reset(width, nil)
+		var fixed []string
+		for end := 0; end < len(text); {
+			end = min(len(text), end+n)
+			final, all := tw.lines(fixed, text[:end])
+			fixed = final
+			if want := wholeWrap(text[:end], width); !slices.Equal(all, want) {
+				t.Fatalf("width %d, %d bytes of %q:\ngot  %q\nwant %q", width, end, text, all, want)
+			}
+		}
+	})
 }
