@@ -8,6 +8,7 @@ import (
 	"image/color"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
 	"charm.land/lipgloss/v2"
 )
 
@@ -61,19 +62,21 @@ type Styles struct {
 	GaugeFull, GaugeEmpty lipgloss.Style // the filled and empty cells of a gauge
 	Selected              lipgloss.Style // the selected row of a list
 
-	Prompt    lipgloss.Style // the user's prompt in the transcript
-	Answer    lipgloss.Style // answer text
-	Partial   lipgloss.Style // text of an attempt that broke
-	Badge     lipgloss.Style // "served by" badge
-	Fallback  lipgloss.Style // the note that a fallback served
-	Break     lipgloss.Style // where a stream broke
-	Detail    lipgloss.Style // raw detail under an error sentence
-	Countdown lipgloss.Style // the countdown line of a wait
+	Prompt        lipgloss.Style // the user's prompt in the transcript
+	Answer        lipgloss.Style // answer text
+	Partial       lipgloss.Style // text of an attempt that broke
+	Badge         lipgloss.Style // "served by" badge
+	Fallback      lipgloss.Style // the note that a fallback served
+	Break         lipgloss.Style // where a stream broke
+	Detail        lipgloss.Style // raw detail under an error sentence
+	Countdown     lipgloss.Style // a wait's notes in the transcript
+	CountdownHead lipgloss.Style // the live countdown line of a wait ("⏳ openai says 20s · 12s left")
 
 	Status      lipgloss.Style // the status line
 	StatusError lipgloss.Style // an error on the status line
 
-	Help help.Styles // the bubbles/help styles
+	Help  help.Styles      // the bubbles/help styles
+	Input textinput.Styles // the prompt input (bubbles/textinput)
 }
 
 // New builds the Styles for a dark or light background; noColor drops every
@@ -126,6 +129,7 @@ func New(dark, noColor bool) Styles {
 	s.Break = s.Error.Bold(true)
 	s.Detail = s.Subtle
 	s.Countdown = s.Wait
+	s.CountdownHead = s.Wait.Bold(true)
 
 	s.Status = s.Subtle
 	s.StatusError = s.Error
@@ -138,6 +142,15 @@ func New(dark, noColor bool) Styles {
 		FullKey:        s.Accent,
 		FullDesc:       s.Base,
 		FullSeparator:  s.Subtle,
+	}
+	if noColor {
+		s.Input = textinput.Styles{}
+	} else {
+		s.Input = textinput.DefaultStyles(dark)
+		s.Input.Focused.Prompt = s.Accent
+		s.Input.Blurred.Prompt = s.Subtle
+		s.Input.Focused.Placeholder = s.Subtle
+		s.Input.Blurred.Placeholder = s.Subtle
 	}
 	return s
 }

@@ -20,7 +20,8 @@ type logRow struct {
 	at      time.Time
 	attempt retry.Attempt // zero for a wait row
 	wait    *retry.Wait
-	line    string // cached, for width w
+	ended   *retry.Wait // a wait row: how the wait ended (EventWaitEnd), nil while it runs
+	line    string      // cached, for width w
 	w       int
 }
 
@@ -51,6 +52,45 @@ func (l *attemptLog) add(r *logRow) {
 	}
 }
 
+// waitEnd puts what a wait really took on its row and on the row of the
+// attempt it followed (the newest of that call on that target).
+func (l *attemptLog) waitEnd(callID string, w *retry.Wait) {
+	waitDone, attDone := false, false
+	for i := len(l.rows) - 1; i >= 0 && !(waitDone && attDone); i-- {
+		r := l.rows[i]
+		if r.callID != callID {
+			continue
+		}
+		switch {
+		case r.wait != nil && !waitDone && r.ended == nil && r.wait.Target == w.Target:
+			cp := *w
+			r.ended, r.w = &cp, 0
+			waitDone = true
+		case r.wait == nil && !attDone && r.attempt.Target == w.Target:
+			if !w.Pacing {
+				r.attempt.Waited = w.Waited
+				if w.EndedBy == retry.WaitFailover {
+					r.attempt.FailedOverByUser = true
+				}
+				r.w = 0
+			}
+			attDone = true
+		}
+	}
+}
+
+// waitWords says how a wait ended: "failed over by you after 7.2s of a 20s
+// wait".
+func waitWords(w *retry.Wait) string {
+	switch w.EndedBy {
+	case retry.WaitFailover:
+		return "failed over by you after " + fmtDur(w.Waited) + " of a " + fmtDur(w.Duration) + " wait"
+	case retry.WaitCancelled:
+		return "cancelled after " + fmtDur(w.Waited) + " of a " + fmtDur(w.Duration) + " wait"
+	}
+	return "waited " + fmtDur(w.Waited)
+}
+
 func (l *attemptLog) move(d int) {
 	if len(l.rows) == 0 {
 		return
@@ -62,6 +102,15 @@ func (l *attemptLog) move(d int) {
 	if l.sel == len(l.rows)-1 && d > 0 {
 		l.sel = -1 // back to following the newest
 	}
+}
+
+// newer counts the rows below the visible window of h rows (the user
+// scrolled up); 0 while the log follows the newest.
+func (l *attemptLog) newer(h int) int {
+	if l.sel < 0 {
+		return 0
+	}
+	return len(l.rows) - min(len(l.rows), max(l.sel+1, h))
 }
 
 // selected returns the selected attempt row, or the newest attempt.
@@ -121,7 +170,17 @@ func rowText(r *logRow, narrow bool) string {
 		if w.Asked > 0 {
 			src = "asked " + fmtDur(w.Asked) + " (" + src + ")"
 		}
-		return fmt.Sprintf("%s  %-9s %-35s %s%s · %s", ts, w.Target.Provider, what, proxyTag(r), src, oneLine(w.Reason))
+		tail := oneLine(w.Reason)
+		if e := r.ended; e != nil {
+			what += " -> " + waitWords(e)
+			if e.EndedBy != retry.WaitElapsed && e.EndedBy != "" {
+				tail = ""
+			}
+		}
+		if tail != "" {
+			src += " · " + tail
+		}
+		return fmt.Sprintf("%s  %-9s %-35s %s%s", ts, w.Target.Provider, what, proxyTag(r), src)
 	}
 	a := &r.attempt
 	status := "-"
@@ -152,6 +211,9 @@ func rowText(r *logRow, narrow bool) string {
 	if a.Decision != "" && a.Decision != retry.DecideDone {
 		dec = "-> " + string(a.Decision)
 	}
+	if a.FailedOverByUser {
+		dec = "-> failed over by you"
+	}
 	rid := a.RequestID
 	if rid == "" {
 		rid = "-"
@@ -169,7 +231,11 @@ func compactRow(r *logRow) string {
 		if w.Pacing {
 			what = "pace "
 		}
-		return fmt.Sprintf("%s %s%-9s %s%s (%s)", ts, proxyTag(r), w.Target.Provider, what, fmtDur(w.Duration), w.Source)
+		s := fmt.Sprintf("%s %s%-9s %s%s (%s)", ts, proxyTag(r), w.Target.Provider, what, fmtDur(w.Duration), w.Source)
+		if r.ended != nil {
+			s += " -> " + waitWords(r.ended)
+		}
+		return s
 	}
 	a := &r.attempt
 	s := fmt.Sprintf("%s %s%-9s ", ts, proxyTag(r), a.Target.Provider)
@@ -186,7 +252,13 @@ func compactRow(r *logRow) string {
 	if a.Class == stream.ClassOK {
 		s += " " + fmtDur(a.Duration)
 	}
-	if a.Decision != "" && a.Decision != retry.DecideDone {
+	if a.Waited > 0 {
+		s += " waited " + fmtDur(a.Waited)
+	}
+	switch {
+	case a.FailedOverByUser:
+		s += " -> failed over by you"
+	case a.Decision != "" && a.Decision != retry.DecideDone:
 		s += " -> " + string(a.Decision)
 	}
 	if a.RequestID != "" {

@@ -46,8 +46,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 			t.blocks = append(t.blocks, b)
 			t.current = b
 		}
-		t.current.text += ev.Text
-		t.current.dirty = true
+		t.current.appendText(ev.Text)
 		if t.currentTarget.Provider != "" {
 			m.targets.text(t.currentTarget, r.id)
 		}
@@ -71,6 +70,13 @@ func (m *Model) applyEvent(ev retry.Event) {
 		m.log.add(&logRow{callID: r.id, at: at, wait: w})
 		if x != nil {
 			m.extWait(x)
+		}
+	case retry.EventWaitEnd:
+		if w := ev.Wait; w != nil {
+			m.waitEnd(r, t, w)
+		}
+		if x != nil {
+			m.extWaitOver(x)
 		}
 	case retry.EventCallEnd:
 		if x != nil {
@@ -99,8 +105,7 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 	b := t.current
 	t.current = nil
 	if b != nil && b.text == "" && a.PartialText != "" {
-		b.text = a.PartialText
-		b.dirty = true
+		b.setText(a.PartialText)
 	}
 	if a.Class == stream.ClassOK {
 		return
@@ -108,6 +113,18 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 	if b != nil && b.text != "" {
 		b.broken = true
 		b.dirty = true
+	}
+	if a.FailedOverByUser && (a.Class == stream.ClassCancelled || b != nil && b.text != "") {
+		// ctrl+f during the stream: the engine ended it and moves on.
+		s := "You failed over during " + a.Target.String() + "'s answer"
+		if next := nextTarget(r.chain, a.Target); next != "" {
+			s += "; trying " + next
+		}
+		t.note(noteWarn, s+".")
+		if a.Target == t.primary && t.primaryWhy == "" {
+			t.primaryWhy = "you failed over during its answer"
+		}
+		return
 	}
 	if a.Class == stream.ClassCancelled {
 		return
@@ -139,11 +156,9 @@ func (m *Model) attemptEnd(r *run, t *turn, a *retry.Attempt, evTime time.Time) 
 
 func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	r.wait = nil
+	m.statesStale = true
 	m.targets.callEnd(res, r.chain, r.id)
 	t.requests += len(res.Attempts)
-	if len(r.failTo) > 0 && !r.cancelled {
-		return // a fail-over-now run follows
-	}
 	t.done = true
 	end := res.Ended
 	if end.IsZero() {
@@ -167,7 +182,10 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		badge := "served by " + name
 		fallback := ""
 		if served.Provider != "" && served != t.primary {
-			why := t.primaryWhy
+			why := moveWhy(res.Attempts)
+			if why == "" {
+				why = t.primaryWhy
+			}
 			for _, sk := range res.Skips {
 				if why == "" && sk.Target == t.primary {
 					why = "skipped: its limits need a " + fmtDur(sk.Wait) + " wait (pacing)"
@@ -187,10 +205,22 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	case retry.OutcomeStopped:
 		if res.CooldownHit {
 			until := "until cleared"
-			if !res.CooldownUntil.IsZero() {
-				until = "until " + res.CooldownUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, res.CooldownUntil) + ")"
+			cdUntil := res.CooldownUntil
+			if res.Cooldown != nil {
+				cdUntil = res.Cooldown.Until
 			}
-			t.note(noteError, "Not sent: a quota cooldown blocks this target "+until+". A person must act (limitscope cooldowns clear).")
+			if !cdUntil.IsZero() {
+				until = "until " + cdUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, cdUntil) + ")"
+			}
+			how := "tab to the targets pane and press x on it, or run limitscope cooldowns clear"
+			if m.opts.ClearCooldown == nil {
+				how = "limitscope cooldowns clear"
+			}
+			s := "Not sent: a quota cooldown blocks this target " + until + ". A person must act (" + how + ")."
+			if cd := res.Cooldown; cd != nil {
+				s = "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
+			}
+			t.note(noteError, s)
 		} else {
 			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
 		}
@@ -223,6 +253,65 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			t.note(noteInfo, "Cancelled by you.")
 		}
 	}
+}
+
+// waitEnd applies the end of a wait: the time actually waited goes on the
+// wait's row and its attempt's row in the log, and into the transcript.
+func (m *Model) waitEnd(r *run, t *turn, w *retry.Wait) {
+	r.wait = nil
+	m.targets.waitEnd(w, m.now)
+	m.log.waitEnd(r.id, w)
+	planned := w.Duration
+	switch w.EndedBy {
+	case retry.WaitFailover:
+		s := fmt.Sprintf("You failed over after %s of a %s wait on %s", fmtDur(w.Waited), fmtDur(planned), w.Target)
+		if next := nextTarget(r.chain, w.Target); next != "" {
+			s += "; trying " + next
+		}
+		t.note(noteWarn, s+".")
+		if w.Target == t.primary && t.primaryWhy != "" {
+			t.primaryWhy += "; you failed over during its wait"
+		}
+	case retry.WaitCancelled:
+		t.note(noteInfo, fmt.Sprintf("Waited %s of %s, then cancelled.", fmtDur(w.Waited), fmtDur(planned)))
+	default:
+		what := "waited " + fmtDur(w.Waited)
+		if w.Pacing {
+			what = "paced " + fmtDur(w.Waited)
+		}
+		t.note(noteInfo, "⏳ "+what+" ("+orDash(string(w.Source))+").")
+	}
+}
+
+// nextTarget is the target after t in the chain, "" when none.
+func nextTarget(chain []stream.Target, t stream.Target) string {
+	for i, c := range chain {
+		if c == t && i+1 < len(chain) {
+			return chain[i+1].String()
+		}
+	}
+	return ""
+}
+
+// moveWhy says what moved the call off its primary: the first attempt that
+// failed over (by the engine's decision or the user's ctrl+f), "" when none.
+func moveWhy(as []retry.Attempt) string {
+	for i := range as {
+		a := &as[i]
+		switch {
+		case a.FailedOverByUser && a.Class == stream.ClassCancelled:
+			return "you failed over during its answer"
+		case a.FailedOverByUser:
+			s := shortWhy(a) + "; you failed over"
+			if a.Waited > 0 && a.RetryAfter != nil {
+				s += " after " + fmtDur(a.Waited) + " of its " + fmtDur(*a.RetryAfter) + " wait"
+			}
+			return s
+		case a.Decision == retry.DecideFailover:
+			return shortWhy(a)
+		}
+	}
+	return ""
 }
 
 // shortWhy says briefly why an attempt failed: "429 rate_limit, asked 20s".
@@ -282,11 +371,15 @@ func (m *Model) liveWait() []string {
 	if m.turn != nil && !m.conv.isLast(m.turn) {
 		head = "⏳ your prompt: " + strings.TrimPrefix(head, "⏳ ")
 	}
-	out := []string{st.Countdown.Bold(true).Render(head)}
+	out := []string{st.CountdownHead.Render(head)}
 	if w.Reason != "" {
 		out = append(out, st.Detail.Render("  "+oneLine(w.Reason)))
 	}
-	out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	if m.canFailOver() {
+		out = append(out, st.Subtle.Render("  ctrl+f fails over now · esc cancels"))
+	} else {
+		out = append(out, st.Subtle.Render("  esc cancels"))
+	}
 	return out
 }
 

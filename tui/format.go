@@ -155,8 +155,12 @@ func (m *Model) box(title string, lines []string, w, h int, fitted, focused bool
 		if focused {
 			border = m.st.BorderFocused.Render
 		}
-		b := box(title, nil, w, 3, false, border, m.st.PaneTitle.Render)
-		c = &chrome{top: b[0], side: border("│"), bottom: b[2], blank: strings.Repeat(" ", w-2)}
+		g := lightFrame
+		if focused {
+			g = heavyFrame // the focus shows without colour too (NO_COLOR)
+		}
+		b := drawFrame(title, nil, w, 3, false, border, m.st.PaneTitle.Render, g)
+		c = &chrome{top: b[0], side: border(g.side), bottom: b[2], blank: strings.Repeat(" ", w-2)}
 		if len(m.chrome) > 64 {
 			clear(m.chrome)
 		}
@@ -177,10 +181,18 @@ func (m *Model) box(title string, lines []string, w, h int, fitted, focused bool
 	return append(out, c.bottom)
 }
 
-// box frames lines (already fitted to w-2 cells) with a single-line border
-// and a title, giving exactly h lines of w cells. With fitted, the lines are
-// known to be exactly w-2 cells already.
-func box(title string, lines []string, w, h int, fitted bool, border, titleStyle func(...string) string) []string {
+// frameGlyphs are a frame's box-drawing characters.
+type frameGlyphs struct{ tl, tr, bl, br, h, side string }
+
+var (
+	lightFrame = frameGlyphs{"┌", "┐", "└", "┘", "─", "│"}
+	heavyFrame = frameGlyphs{"┏", "┓", "┗", "┛", "━", "┃"} // the focused pane
+)
+
+// drawFrame frames lines with the given glyphs and a title, giving exactly
+// h lines of w cells. With fitted, the lines are known to be exactly w-2
+// cells already.
+func drawFrame(title string, lines []string, w, h int, fitted bool, border, titleStyle func(...string) string, g frameGlyphs) []string {
 	if w < 4 || h < 2 {
 		return nil
 	}
@@ -194,8 +206,8 @@ func box(title string, lines []string, w, h int, fitted bool, border, titleStyle
 		}
 	}
 	tw := ansi.StringWidth(t)
-	out = append(out, border("┌")+titleStyle(t)+border(strings.Repeat("─", inner-tw)+"┐"))
-	side := border("│")
+	out = append(out, border(g.tl)+titleStyle(t)+border(strings.Repeat(g.h, inner-tw)+g.tr))
+	side := border(g.side)
 	blank := strings.Repeat(" ", inner)
 	for i := 0; i < h-2; i++ {
 		l := blank
@@ -207,7 +219,7 @@ func box(title string, lines []string, w, h int, fitted bool, border, titleStyle
 		}
 		out = append(out, side+l+side)
 	}
-	out = append(out, border("└"+strings.Repeat("─", inner)+"┘"))
+	out = append(out, border(g.bl+strings.Repeat(g.h, inner)+g.br))
 	return out
 }
 

@@ -67,10 +67,54 @@ type script func(ctx context.Context, e *emitter) retry.Result
 
 // fakeRunner runs scripted calls in order, recording each call.
 type fakeRunner struct {
-	clock   *fakeClock
-	mu      sync.Mutex
-	scripts []script
-	calls   []retry.Call
+	clock    *fakeClock
+	mu       sync.Mutex
+	scripts  []script
+	calls    []retry.Call
+	controls map[*retry.Control]*fakeControl
+	noMove   bool // controls report no target left
+}
+
+// fakeControl stands in for the engine's side of a retry.Control: it says
+// whether a target is left and counts FailOver requests, which a script
+// sees on moved.
+type fakeControl struct {
+	mu    sync.Mutex
+	can   bool
+	asked int
+	moved chan struct{}
+}
+
+func (c *fakeControl) FailOver() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.can {
+		return false
+	}
+	c.asked++
+	if c.asked == 1 {
+		close(c.moved)
+	}
+	return true
+}
+
+func (c *fakeControl) CanFailOver() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.can
+}
+
+// control is the model's control hook: one fakeControl per call, reachable
+// from the script through the call's *retry.Control.
+func (r *fakeRunner) control(c *retry.Control) controller {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.controls == nil {
+		r.controls = map[*retry.Control]*fakeControl{}
+	}
+	fc := &fakeControl{can: !r.noMove, moved: make(chan struct{})}
+	r.controls[c] = fc
+	return fc
 }
 
 func (r *fakeRunner) Run(ctx context.Context, c retry.Call, sink func(retry.Event)) retry.Result {
@@ -82,7 +126,13 @@ func (r *fakeRunner) Run(ctx context.Context, c retry.Call, sink func(retry.Even
 		s = r.scripts[n]
 	}
 	r.mu.Unlock()
-	e := &emitter{c: c, sink: sink, clock: r.clock}
+	r.mu.Lock()
+	fc := r.controls[c.Control]
+	r.mu.Unlock()
+	if fc == nil {
+		fc = &fakeControl{moved: make(chan struct{})}
+	}
+	e := &emitter{c: c, sink: sink, clock: r.clock, ctl: fc}
 	e.emit(retry.Event{Kind: retry.EventCallStart, Chain: c.Chain})
 	if s == nil {
 		return e.end(retry.OutcomeFailed, nil, &stream.Error{Class: stream.ClassCaller, Message: "nothing scripted"})
@@ -103,6 +153,7 @@ type emitter struct {
 	clock    *fakeClock
 	attempts []retry.Attempt
 	text     string
+	ctl      *fakeControl
 }
 
 func (e *emitter) emit(ev retry.Event) {
@@ -147,6 +198,11 @@ func (e *emitter) wait(t stream.Target, d, asked time.Duration, src stream.Delay
 		Reason: reason, Until: now.Add(d), Deadline: t0.Add(3 * time.Minute)}})
 }
 
+// waitEnd emits the end of a wait, with the time actually waited.
+func (e *emitter) waitEnd(t stream.Target, d, waited time.Duration, by retry.WaitEnd) {
+	e.emit(retry.Event{Kind: retry.EventWaitEnd, Wait: &retry.Wait{Target: t, Duration: d, Waited: waited, EndedBy: by}})
+}
+
 func (e *emitter) end(o retry.Outcome, served *stream.Target, err *stream.Error) retry.Result {
 	res := retry.Result{CallID: e.c.ID, Outcome: o, ServedBy: served, Attempts: e.attempts, Err: err, Ended: e.clock.Now()}
 	if o == retry.OutcomeOK {
@@ -169,11 +225,26 @@ type harness struct {
 	runner *fakeRunner
 	msgs   chan tea.Msg
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the feed goroutine
+	cmds   sync.WaitGroup // command goroutines (do)
+	manual bool           // no feed goroutine: settle takes the feed's messages itself
 	ticks  []time.Duration
 }
 
 func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harness {
+	t.Helper()
+	return buildHarness(t, false, w, h, opts, scripts...)
+}
+
+// newManualHarness is newHarness without the feed goroutine and its 16 ms
+// timer: settle delivers everything queued, so what a test sees does not
+// depend on scheduling.
+func newManualHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harness {
+	t.Helper()
+	return buildHarness(t, true, w, h, opts, scripts...)
+}
+
+func buildHarness(t *testing.T, manual bool, w, h int, opts Options, scripts ...script) *harness {
 	t.Helper()
 	clock := &fakeClock{t: t0}
 	r := &fakeRunner{clock: clock, scripts: scripts}
@@ -188,8 +259,9 @@ func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harnes
 			{Target: gemini, Missing: "GEMINI_API_KEY"}}
 	}
 	opts.Now = clock.Now
-	hs := &harness{t: t, clock: clock, runner: r, msgs: make(chan tea.Msg, 4096)}
+	hs := &harness{t: t, clock: clock, runner: r, msgs: make(chan tea.Msg, 4096), manual: manual}
 	m := New(opts)
+	m.control = r.control
 	m.after = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		hs.ticks = append(hs.ticks, d)
 		return nil // the test sends ticks itself
@@ -197,11 +269,13 @@ func newHarness(t *testing.T, w, h int, opts Options, scripts ...script) *harnes
 	hs.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	hs.cancel = cancel
-	hs.wg.Add(1)
-	go func() {
-		defer hs.wg.Done()
-		m.feed.run(ctx, func(msg tea.Msg) { hs.msgs <- msg })
-	}()
+	if !manual {
+		hs.wg.Add(1)
+		go func() {
+			defer hs.wg.Done()
+			m.feed.run(ctx, func(msg tea.Msg) { hs.msgs <- msg })
+		}()
+	}
 	t.Cleanup(hs.close)
 	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
 	return hs
@@ -211,6 +285,29 @@ func (h *harness) close() {
 	h.m.stop()
 	h.cancel()
 	h.wg.Wait()
+	h.cmds.Wait()
+}
+
+// settle runs the model until nothing is left to do: every command goroutine
+// has returned and every message they and the feed queued is applied. Only
+// for a manual harness with scripts that end by themselves.
+func (h *harness) settle() {
+	h.t.Helper()
+	for {
+		h.cmds.Wait()
+		progressed := false
+		for _, msg := range h.m.feed.take() {
+			h.send(msg)
+			progressed = true
+		}
+		for len(h.msgs) > 0 {
+			h.send(<-h.msgs)
+			progressed = true
+		}
+		if !progressed {
+			return
+		}
+	}
 }
 
 func (h *harness) send(msg tea.Msg) {
@@ -223,9 +320,9 @@ func (h *harness) do(cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	h.wg.Add(1)
+	h.cmds.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer h.cmds.Done()
 		msg := cmd()
 		if b, ok := msg.(tea.BatchMsg); ok {
 			for _, c := range b {
@@ -242,6 +339,13 @@ func (h *harness) do(cmd tea.Cmd) {
 // until applies messages until cond holds.
 func (h *harness) until(what string, cond func() bool) {
 	h.t.Helper()
+	if h.manual {
+		h.settle()
+		if !cond() {
+			h.t.Fatalf("settled without %s; screen:\n%s", what, h.screen())
+		}
+		return
+	}
 	deadline := time.After(5 * time.Second)
 	for !cond() {
 		select {
@@ -347,6 +451,31 @@ func failoverScript(ctx context.Context, e *emitter) retry.Result {
 	e.finish(b)
 	served := stream.Target{Provider: "anthropic", Model: "claude-haiku-5-5-20260101"}
 	return e.end(retry.OutcomeOK, &served, nil)
+}
+
+// moveScript: openai answers 429 retry-after 20s, the engine waits, the user
+// fails over (ctrl+f) during the wait, and anthropic answers: one call.
+func moveScript(ctx context.Context, e *emitter) retry.Result {
+	a := e.start(openai)
+	rateLimited(a, 20*time.Second, retry.DecideRetry)
+	e.finish(a)
+	e.wait(openai, 20*time.Second, 20*time.Second, stream.SourceRetryAfter, "openai asked 20s (retry-after)")
+	from := e.clock.Now()
+	select {
+	case <-ctx.Done():
+		return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
+	case <-e.ctl.moved:
+	}
+	waited := e.clock.Now().Sub(from)
+	e.attempts[len(e.attempts)-1].Waited = waited
+	e.attempts[len(e.attempts)-1].FailedOverByUser = true
+	e.attempts[len(e.attempts)-1].Decision = retry.DecideFailover
+	e.waitEnd(openai, 20*time.Second, waited, retry.WaitFailover)
+	b := e.start(anthropic)
+	e.say("Served by the fallback.")
+	b.Status = 200
+	e.finish(b)
+	return e.end(retry.OutcomeOK, &anthropic, nil)
 }
 
 // waitScript: openai answers 429 retry-after 20s and the engine waits for it

@@ -24,6 +24,8 @@ type KeyMap struct {
 	Down       key.Binding
 	PageUp     key.Binding
 	PageDown   key.Binding
+	Newest     key.Binding // back to the newest (the log follows again)
+	ClearStop  key.Binding // targets pane: what stopped a target, and clear it; demo menu: clear armed faults
 	Toggle     key.Binding // targets pane: put a target in or out of the chain
 	MoveUp     key.Binding // targets pane: move a target earlier in the chain
 	MoveDown   key.Binding
@@ -40,7 +42,7 @@ func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Send:       b([]string{"enter"}, "enter", "send"),
 		Cancel:     b([]string{"esc"}, "esc", "cancel the call / leave input"),
-		FailOver:   b([]string{"ctrl+f"}, "ctrl+f", "fail over now (during a wait)"),
+		FailOver:   b([]string{"ctrl+f"}, "ctrl+f", "fail over now (to a fallback)"),
 		Quit:       b([]string{"q"}, "q", "quit"),
 		Interrupt:  b([]string{"ctrl+c"}, "ctrl+c", "cancel the call, or quit when idle"),
 		NextFocus:  b([]string{"tab"}, "tab", "next pane"),
@@ -57,6 +59,8 @@ func DefaultKeyMap() KeyMap {
 		Down:       b([]string{"down", "j"}, "↓/j", "down"),
 		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
+		Newest:     b([]string{"G", "end"}, "G/end", "newest"),
+		ClearStop:  b([]string{"x"}, "x", "clear a stop (STOPPED target)"),
 		Toggle:     b([]string{"space"}, "space", "target in/out of chain"),
 		MoveUp:     b([]string{"K", "shift+up"}, "K", "move target up"),
 		MoveDown:   b([]string{"J", "shift+down"}, "J", "move target down"),
@@ -78,8 +82,12 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	switch h.m.mode {
 	case modeHistory:
 		return []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Back}
-	case modeHelp, modeFaults:
+	case modeHelp:
 		return []key.Binding{k.Back}
+	case modeFaults:
+		return []key.Binding{withHelp(k.ClearStop, "x", "clear armed faults"), k.Back}
+	case modeConfirm:
+		return []key.Binding{key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "clear the stop")), key.NewBinding(key.WithKeys("n"), key.WithHelp("n/esc", "keep it"))}
 	}
 	var out []key.Binding
 	if h.m.focus == focusInput {
@@ -95,13 +103,16 @@ func (h helpKeys) ShortHelp() []key.Binding {
 		}
 		out = append(out, k.Input)
 	}
-	if h.m.waiting() {
+	if h.m.canFailOver() { // only with a fallback left (the engine says)
 		out = append(out, withHelp(k.FailOver, "ctrl+f", "fail over now"))
 	}
 	out = append(out, k.NextFocus)
 	if h.m.focus != focusInput {
 		if h.m.focus == focusTargets {
 			out = append(out, k.Toggle, k.MoveUp, k.MoveDown)
+			if h.m.targets.cursorStopped(h.m.now) {
+				out = append(out, withHelp(k.ClearStop, "x", "clear the stop"))
+			}
 		}
 		out = append(out, k.History)
 		if h.m.opts.Simulated && h.m.opts.Faults != nil {
@@ -119,8 +130,8 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
 	return [][]key.Binding{
 		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit},
-		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown},
-		{k.Toggle, k.MoveUp, k.MoveDown, k.Attempts, k.Mouse},
+		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
+		{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse},
 		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}
 }

@@ -37,6 +37,7 @@ const (
 	modeHelp
 	modeHistory
 	modeFaults
+	modeConfirm // clearing a real cooldown: what stopped it, y or n
 )
 
 // Minimum terminal size; below it the screen says what it needs.
@@ -71,17 +72,23 @@ type historyShowMsg struct {
 	err    error
 }
 
-// run is one engine run of a call. A call has more than one run when the
-// user fails over during a wait (cancel, then a new run on the rest of the
-// chain).
+// controller is the part of *retry.Control the console uses: fail over now,
+// and whether a target is left to move to.
+type controller interface {
+	FailOver() bool
+	CanFailOver() bool
+}
+
+// run is one engine run of a call: one call, one run, also when the user
+// fails over (the engine moves on through Call.Control).
 type run struct {
 	id        string
 	chain     []stream.Target
 	cancel    context.CancelFunc
+	ctl       controller  // nil for a proxied call (its client's)
+	canFail   bool        // ctl.CanFailOver as of the last event or tick
 	wait      *retry.Wait // the wait in progress, nil when none
 	waitFrom  time.Time   // when it began
-	failTo    []stream.Target
-	failFrom  retry.Wait // the wait the user failed over from
 	cancelled bool
 	text      sanitize.Filter // the current attempt's deltas, made safe for the screen
 }
@@ -122,11 +129,15 @@ type Model struct {
 	statusErr   bool
 	statusGen   int
 	ticking     bool
+	statesStale bool // a call ended: read the targets' states again
 	tickGen     int
 	quitting    bool
 	lastAnswer  string
 	lastAttempt *retry.Attempt
 	lastPrompt  string
+	confirm     *retry.Cooldown // the cooldown modeConfirm would clear
+	armed       []ArmedFault    // the simulator's armed faults, as last listed
+	armedErr    error
 
 	runs       *sync.WaitGroup // runs whose goroutine has not returned
 	chrome     map[chromeKey]*chrome
@@ -139,6 +150,9 @@ type Model struct {
 
 	// after schedules a message (tea.Tick); model tests replace it.
 	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
+	// control is what the console steers a call with; model tests replace
+	// it (the engine sets what a *retry.Control can do).
+	control func(*retry.Control) controller
 }
 
 // New builds the console's model. Run uses it; tests drive it directly.
@@ -165,6 +179,7 @@ func New(opts Options) *Model {
 		showLog: true,
 		mouse:   opts.Mouse,
 		after:   tea.Tick,
+		control: func(c *retry.Control) controller { return c },
 		chrome:  map[chromeKey]*chrome{},
 		runs:    &sync.WaitGroup{},
 	}
@@ -190,16 +205,7 @@ func (m *Model) applyTheme() {
 	clear(m.chrome)
 	m.headerKey, m.footerKey, m.inputKey = "", "", ""
 	m.help.Styles = m.st.Help
-	is := textinput.DefaultStyles(m.dark)
-	if m.opts.NoColor {
-		is = textinput.Styles{}
-	} else {
-		is.Focused.Prompt = m.st.Accent
-		is.Blurred.Prompt = m.st.Subtle
-		is.Focused.Placeholder = m.st.Subtle
-		is.Blurred.Placeholder = m.st.Subtle
-	}
-	m.input.SetStyles(is)
+	m.input.SetStyles(m.st.Input)
 	m.conv.invalidate()
 	m.log.invalidate()
 	m.targets.invalidate()
@@ -207,12 +213,24 @@ func (m *Model) applyTheme() {
 
 // Init asks the terminal for its background colour (light or dark).
 func (m *Model) Init() tea.Cmd {
-	return tea.RequestBackgroundColor
+	return tea.Batch(tea.RequestBackgroundColor, m.refreshStates())
 }
 
 func (m *Model) inFlight() bool { return m.call != nil }
 
 func (m *Model) waiting() bool { return m.call != nil && m.call.wait != nil }
+
+// canFailOver reports whether ctrl+f can move the call in flight now (the
+// engine says a target is left).
+func (m *Model) canFailOver() bool { return m.call != nil && m.call.canFail }
+
+// refreshControl reads, once per batch of events or tick, whether the call
+// can fail over now (a mutex read, no I/O).
+func (m *Model) refreshControl() {
+	if m.call != nil && m.call.ctl != nil {
+		m.call.canFail = m.call.ctl.CanFailOver()
+	}
+}
 
 // Update applies one message. It does no I/O: side effects are commands.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -235,6 +253,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.now = m.opts.Now()
 		m.ticking = false
+		m.refreshControl()
 		m.extTick()
 		return m, m.ensureTick()
 	case statusClearMsg:
@@ -247,7 +266,27 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for i := range msg.events {
 			m.applyEvent(msg.events[i])
 		}
+		m.refreshControl()
+		cmd := m.ensureTick()
+		if m.statesStale {
+			m.statesStale = false
+			cmd = tea.Batch(cmd, m.refreshStates())
+		}
+		return m, cmd
+	case targetStatesMsg:
+		m.now = m.opts.Now()
+		m.targets.states(msg.states, m.now)
 		return m, m.ensureTick()
+	case cooldownClearedMsg:
+		return m, m.cooldownCleared(msg)
+	case armedMsg:
+		m.armed, m.armedErr = msg.faults, msg.err
+		return m, nil
+	case faultsClearedMsg:
+		if msg.err != nil {
+			return m, m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
+		}
+		return m, tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
 	case extStartMsg:
 		m.now = m.opts.Now()
 		m.extStart(msg)
@@ -259,7 +298,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
 		}
-		return m, m.setStatus("Injected "+msg.what+": send a prompt to see it.", false)
+		return m, tea.Batch(m.setStatus("Injected "+msg.what+": send a prompt to see it.", false), m.loadArmed())
 	case historyListMsg:
 		m.hist.listed(msg)
 		return m, nil
@@ -310,6 +349,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case modeFaults:
 		return m.faultKey(msg)
+	case modeConfirm:
+		return m.confirmKey(msg)
 	case modeHistory:
 		return m.historyKey(msg)
 	}
@@ -370,7 +411,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)
 		}
 		m.mode = modeFaults
-		return nil
+		return m.loadArmed()
 	case key.Matches(msg, k.Attempts):
 		m.showLog = !m.showLog
 		return nil
@@ -400,6 +441,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.scroll(-m.convHeight())
 		case key.Matches(msg, k.PageDown):
 			m.scroll(m.convHeight())
+		case key.Matches(msg, k.Newest):
+			m.conv.bottom()
 		case key.Matches(msg, k.Send):
 			m.setFocus(focusInput)
 		}
@@ -413,6 +456,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.log.move(-5)
 		case key.Matches(msg, k.PageDown):
 			m.log.move(5)
+		case key.Matches(msg, k.Newest):
+			m.log.sel = -1 // follow the newest again
 		}
 	case focusTargets:
 		switch {
@@ -426,6 +471,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setChain(m.targets.reorder(-1))
 		case key.Matches(msg, k.MoveDown):
 			return m.setChain(m.targets.reorder(1))
+		case key.Matches(msg, k.ClearStop):
+			return m.stopKey()
 		}
 	}
 	return nil
@@ -448,6 +495,9 @@ func (m *Model) setFocus(f focus) {
 	}
 	m.targets.focused = f == focusTargets
 	m.targets.invalidate()
+	if m.log.focused && f != focusAttempts {
+		m.log.sel = -1 // a selection lives while the log has the focus
+	}
 	m.log.focused = f == focusAttempts
 	m.log.invalidate()
 }
@@ -546,10 +596,11 @@ func (m *Model) send() tea.Cmd {
 // events and its end come back through the feed.
 func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{id: id, chain: chain, cancel: cancel}
+	ctl := retry.NewControl()
+	r := &run{id: id, chain: chain, cancel: cancel, ctl: m.control(ctl)}
 	m.call = r
 	m.prompts[id] = m.turn.prompt
-	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy}
+	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy, Control: ctl}
 	runner, f, runs := m.opts.Runner, m.feed, m.runs
 	cr, _ := m.opts.Recorder.(CallRecorder)
 	runs.Add(1)
@@ -571,47 +622,31 @@ func (m *Model) cancelCall() tea.Cmd {
 		return nil
 	}
 	m.call.cancelled = true
-	m.call.failTo = nil
 	m.call.cancel()
 	return m.setStatus("Cancelling the call…", false)
 }
 
-// failOverNow ends the wait in progress and sends to the rest of the chain.
-// The engine has no hook for it, so it cancels the run and starts a new run
-// on the targets after the waiting one.
+// failOverNow asks the engine to move the call to its next target now
+// (Call.Control): a wait in progress ends at once, a stream in flight is
+// ended. One call, one record; the engine says what was waited.
 func (m *Model) failOverNow() tea.Cmd {
-	if !m.waiting() {
-		return m.setStatus("Fail over now works during a wait.", true)
+	if m.call == nil || m.call.ctl == nil {
+		return m.setStatus("Fail over now works while your call runs (during a wait or a stream).", true)
 	}
-	w := m.call.wait
-	i := slices.Index(m.call.chain, w.Target)
-	if i < 0 || i == len(m.call.chain)-1 {
-		return m.setStatus("No fallback left after "+w.Target.String()+": esc cancels.", true)
+	m.refreshControl()
+	if !m.call.canFail || !m.call.ctl.FailOver() {
+		m.call.canFail = false
+		return m.setStatus("No fallback left for this call: esc cancels it.", true)
 	}
-	m.call.failTo = slices.Clone(m.call.chain[i+1:])
-	m.call.failFrom = *w
-	m.call.cancel()
-	return m.setStatus("Failing over now to "+m.call.failTo[0].String()+"…", false)
+	return m.setStatus("Failing over now…", false)
 }
 
-// runDone ends a run: a continuation starts when the user failed over.
+// runDone ends a run.
 func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	if m.call == nil || msg.runID != m.call.id {
 		return nil
 	}
-	r := m.call
 	m.call = nil
-	if len(r.failTo) > 0 && !r.cancelled && m.turn != nil && !m.quitting {
-		w := r.failFrom
-		m.turn.note(noteWarn, fmt.Sprintf("You failed over now: skipped %s's wait (%s left); trying %s.",
-			w.Target, fmtCountdown(m.now, w.Until), r.failTo[0]))
-		if w.Target == m.turn.primary && m.turn.primaryWhy != "" {
-			m.turn.primaryWhy += "; you failed over during its wait"
-		}
-		m.turn.runs++
-		id := fmt.Sprintf("%s.f%d", m.turn.callID, m.turn.runs)
-		return m.startRun(id, r.failTo)
-	}
 	m.turn = nil
 	return nil
 }
@@ -620,6 +655,9 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(msg, m.keys.Back, m.keys.Faults, m.keys.Quit) {
 		m.mode = modeMain
 		return nil
+	}
+	if key.Matches(msg, m.keys.ClearStop) {
+		return m.clearFaults()
 	}
 	s := msg.String()
 	if len(s) != 1 || s[0] < '1' || s[0] > '9' {
@@ -646,6 +684,9 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 		f.RetryAfter = time.Minute
 	}
 	what := fk.Name + " on " + orDash(provider)
+	if fk.Lasts != "" {
+		what += " (" + fk.Lasts + ")"
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

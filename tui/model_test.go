@@ -166,47 +166,70 @@ func TestClockStopsWhenIdle(t *testing.T) {
 	}
 }
 
-func TestFailOverNowCancelsWaitAndReruns(t *testing.T) {
-	h := newHarness(t, 120, 40, Options{}, waitScript, okScript(anthropic, "Served by the fallback."))
+// TestFailOverNowIsOneCall: ctrl+f asks the engine to move the call on
+// (Call.Control), instead of cancelling it and running a second call; the
+// log and the transcript say what was really waited.
+func TestFailOverNowIsOneCall(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{}, moveScript)
 	h.typeText("hi")
 	h.press("enter")
 	h.until("the wait", h.m.waiting)
-	h.tick(3 * time.Second)
-	h.press("ctrl+f")
-	h.until("the fallback's answer", func() bool { return h.m.call == nil && len(h.runner.Calls()) == 2 })
-	calls := h.runner.Calls()
-	if len(calls[1].Chain) != 1 || calls[1].Chain[0] != anthropic || calls[1].Prompt != "hi" {
-		t.Fatalf("the fail-over run = %+v", calls[1])
+	if !strings.Contains(h.screen(), "ctrl+f fails over now") {
+		t.Errorf("no ctrl+f hint during a wait with a fallback:\n%s", h.screen())
 	}
-	if calls[1].ID == calls[0].ID {
-		t.Errorf("the fail-over run reuses the call id %q", calls[0].ID)
+	h.tick(7 * time.Second)
+	h.press("ctrl+f")
+	h.idle()
+	calls := h.runner.Calls()
+	if len(calls) != 1 || calls[0].Control == nil {
+		t.Fatalf("ctrl+f ran %d calls (want one, steered by its Control)", len(calls))
+	}
+	if fc := h.runner.controls[calls[0].Control]; fc == nil || fc.asked != 1 {
+		t.Fatalf("Control.FailOver was not called once: %+v", fc)
 	}
 	s := h.screen()
-	for _, want := range []string{"You failed over now: skipped openai/gpt-5.4-mini's wait (17s left)", "served by anthropic/claude-haiku-5-5", "Served by the fallback."} {
+	for _, want := range []string{
+		"You failed over after 7s of a 20s wait on openai/gpt-5.4-mini; trying",
+		"wait 20s -> failed over by you after 7s of a 20s wait",
+		"waited 7s",
+		"-> failed over by you",
+		"served by anthropic/claude-haiku-5-5",
+		"Served by the fallback.",
+	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
 	}
-	if strings.Contains(s, "Cancelled by you") {
-		t.Errorf("a fail over now reads as a cancel:\n%s", s)
+	if strings.Contains(s, "waited 20s") || strings.Contains(s, "Cancelled by you") {
+		t.Errorf("the screen reports a wait that did not happen, or a cancel:\n%s", s)
 	}
 	if h.m.stats.calls != 1 || h.m.stats.requests != 2 {
 		t.Errorf("stats = %+v (one call of two requests)", h.m.stats)
 	}
 }
 
-func TestFailOverNowWithoutWaitOrFallback(t *testing.T) {
+// TestFailOverHintOnlyWithFallback: no ctrl+f hint, and ctrl+f does
+// nothing but say so, when the engine says no target is left.
+func TestFailOverHintOnlyWithFallback(t *testing.T) {
 	h := newHarness(t, 120, 40, Options{Chain: []stream.Target{openai}}, waitScript)
+	h.runner.noMove = true
 	h.press("ctrl+f")
-	if !strings.Contains(h.m.status, "during a wait") {
+	if !strings.Contains(h.m.status, "while your call runs") {
 		t.Errorf("status = %q", h.m.status)
 	}
 	h.typeText("hi")
 	h.press("enter")
 	h.until("the wait", h.m.waiting)
+	h.send(statusClearMsg{gen: h.m.statusGen})
+	if s := h.screen(); strings.Contains(s, "ctrl+f") {
+		t.Errorf("ctrl+f offered with no fallback:\n%s", s)
+	}
 	h.press("ctrl+f")
 	if !strings.Contains(h.m.status, "No fallback left") || !h.m.waiting() {
 		t.Errorf("status = %q, waiting %v", h.m.status, h.m.waiting())
+	}
+	if n := len(h.runner.Calls()); n != 1 {
+		t.Errorf("%d calls ran", n)
 	}
 }
 
@@ -652,7 +675,8 @@ func TestOutcomesAreSentences(t *testing.T) {
 	}
 	cooldown := func(ctx context.Context, e *emitter) retry.Result {
 		r := retry.Result{CallID: e.c.ID, Outcome: retry.OutcomeStopped, CooldownHit: true, CooldownUntil: t0.Add(time.Hour),
-			Err: &stream.Error{Class: stream.ClassQuota, Message: "openai account is cooling down until 2026-11-29T15:02:00Z after a quota stop on openai/gpt-5.4-mini"}}
+			Err:      &stream.Error{Class: stream.ClassQuota, Message: "openai account is cooling down until 2026-11-29T15:02:00Z after a quota stop on openai/gpt-5.4-mini"},
+			Cooldown: &retry.Cooldown{Scope: "openai:acct-1f2e", Until: t0.Add(time.Hour), Since: t0, Target: "openai/gpt-5.4-mini", Code: "insufficient_quota", Message: "You exceeded your current quota."}}
 		e.emit(retry.Event{Kind: retry.EventCallEnd, Result: &r})
 		return r
 	}
@@ -664,7 +688,7 @@ func TestOutcomesAreSentences(t *testing.T) {
 		{"deferred", deferred, []string{"Deferring: the wait is longer than max-wait.", "Deferred: the server asked for a wait longer than max-wait"}},
 		{"gave_up", gaveUp, []string{"openai had a server error. Retrying openai after a wait.", "Gave up after 2 requests"}},
 		{"failed", failed, []string{"openai rejected the request. Not retrying: fix the request.", "Failed: the request itself is wrong"}},
-		{"cooldown", cooldown, []string{"Not sent: a quota cooldown blocks this target until 15:02 (in 1h00m)", "openai account is cooling down", "STOPPED"}},
+		{"cooldown", cooldown, []string{"Not sent: a quota stop on openai/gpt-5.4-mini (insufficient_quota) blocks it", "openai account is cooling down", "STOPPED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 120, 40, Options{}, tc.s)

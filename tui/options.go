@@ -34,10 +34,28 @@ type FaultRequest struct {
 	Code       string        // an optional variant
 }
 
-// FaultInfo names a fault kind the demo keys offer (sim.FaultInfo's shape).
+// FaultInfo names a fault kind the demo keys offer (sim.FaultInfo's shape,
+// plus how long it lasts).
 type FaultInfo struct {
 	Name        string
-	Description string
+	Description string // what the simulator answers
+	Lasts       string // "next request", "next 3 requests", "1 minute", "until cleared"
+}
+
+// ArmedFault is a fault still armed in the simulator.
+type ArmedFault struct {
+	Provider string    // "" for every provider
+	Kind     string    // a simulator fault kind
+	Left     int       // requests it still hits; 0 when it lasts by time or until cleared
+	Until    time.Time // when it ends by itself; zero when by count or until cleared
+}
+
+// ArmedFaults is the simulator's control API as the demo menu uses it: what
+// is still armed, and clearing it (every armed fault, and the simulated stops
+// they caused, for provider; "" for every provider).
+type ArmedFaults interface {
+	Armed(ctx context.Context) ([]ArmedFault, error)
+	ClearFaults(ctx context.Context, provider string) error
 }
 
 // Faults injects faults into the simulator a simulated session runs on. It is
@@ -87,8 +105,8 @@ type Recorder interface {
 
 // CallRecorder is an optional interface of a Recorder: RecordCall receives
 // each call (its id, chain and prompt) before its first event, since events
-// do not carry the prompt. A fail-over-now run is a call of its own, with
-// its own id ("<id>.f1").
+// do not carry the prompt. A fail over now (ctrl+f) stays in the same call:
+// the engine moves it on (retry.Call.Control).
 type CallRecorder interface {
 	RecordCall(c retry.Call)
 }
@@ -138,6 +156,20 @@ type Options struct {
 	// (limitscope --proxy). Its calls show beside typed ones, each in its
 	// own turn marked as the proxy's. Nil: none.
 	Inbox *Inbox
+	// TargetState reads what the engine knows of a target now
+	// (retry.Engine.TargetState: the active cooldown that blocks it, the
+	// pacer's state). It may read the cooldown store, so the console calls
+	// it from a command (at start and after each call), never in Update.
+	// Nil: STOPPED and PAUSED come from the call's events only.
+	TargetState func(t stream.Target) retry.TargetState
+	// ClearCooldown clears the cooldown with the given scope (the cooldown
+	// store's Clear): the x key on a STOPPED target, after a confirmation
+	// for a real session's. Nil: the key says how to clear it by hand.
+	ClearCooldown func(ctx context.Context, scope string) error
+	// Armed lists and clears the simulator's faults still armed (the demo
+	// menu shows them). Nil: the menu does not list them.
+	Armed ArmedFaults
+
 	// ProxyAddr is where the proxy served inside the console listens
 	// ("127.0.0.1:4000"), shown in the header; "" when there is none. The
 	// proxy's token is never shown (limitscope info shows it).
@@ -146,17 +178,17 @@ type Options struct {
 
 // DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil:
 // the simulator's kinds (sim.Fault* names) that show retries, failover and
-// stops best.
+// stops best, each with what the simulator answers and how long it lasts.
 func DefaultFaultKinds() []FaultInfo {
 	return []FaultInfo{
-		{"rate_limit", "a 429 with retry-after 20s"},
-		{"overload", "an overload burst (3 requests)"},
-		{"spend_cap", "a spend cap: a quota stop that needs a person"},
-		{"mid_stream", "HTTP 200, some text, then an error inside the stream"},
-		{"failover-demo", "the primary degrades for a minute; fallbacks stay healthy"},
-		{"daily_quota", "a per-day quota (Gemini PerDay, Groq RPD)"},
-		{"cut", "the stream is cut part-way, without its end event"},
-		{"server_error", "a 500 internal server error"},
-		{"slow_down", "429 slow_down: traffic grew too quickly"},
+		{"rate_limit", "a 429 asking a 20s wait (retry-after)", "next request"},
+		{"overload", "overloaded: 529, 498 or 503 by provider", "next 3 requests"},
+		{"spend_cap", "a billing stop: a person must act", "until cleared"},
+		{"mid_stream", "HTTP 200, some text, then an error", "next request"},
+		{"failover-demo", "429s, overloads; fallbacks stay healthy", "1 minute"},
+		{"daily_quota", "per-day quota (Gemini, Groq); else billing", "until cleared"},
+		{"cut", "the stream ends without its end event", "next request"},
+		{"server_error", "a 500 internal server error", "next request"},
+		{"slow_down", "429 slow_down: traffic grew too fast", "next request"},
 	}
 }

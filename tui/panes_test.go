@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestTargetStatesInWords(t *testing.T) {
 		Tokens:   &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
 	}}, now, "c")
 	s := paneText(p, now)
-	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k (rounded)") || !strings.Contains(s, "reset 2m") {
+	if !strings.Contains(s, "14k/14k per day") || !strings.Contains(s, "396k/400k") || strings.Count(s, "(rounded)") != 1 || !strings.Contains(s, "left of each limit (rounded)") || !strings.Contains(s, "reset 2m") {
 		t.Errorf("gauges:\n%s", s)
 	}
 	// A quota stop names the provider's words.
@@ -186,13 +187,19 @@ func TestCooldownsShowAsStopped(t *testing.T) {
 // running, and checks every frame fits the terminal.
 func TestRandomInputNeverPanics(t *testing.T) {
 	keys := []string{"enter", "esc", "tab", "shift+tab", "space", "ctrl+f", "?", "h", "d", "a", "m", "y", "c",
-		"i", "j", "k", "K", "J", "/", "1", "5", "x", "pgup", "pgdown", "up", "down"}
+		"i", "j", "k", "K", "J", "/", "1", "5", "x", "G", "y", "n", "pgup", "pgdown", "up", "down"}
 	var scripts []script
 	for i := 0; i < 40; i++ {
 		scripts = append(scripts, okScript(openai, "a"), failoverScript, quotaScript, midStreamScript,
 			okScript(anthropic, strings.Repeat("日本語のテキスト 🙂 wide\tcells ", 20)))
 	}
-	h := newHarness(t, 120, 40, Options{Simulated: true, Faults: &fakeFaults{}, History: goldenHistory()}, scripts...)
+	// A manual harness: every step settles (commands return, the feed's
+	// messages are applied) before the next, so the run is the same on any
+	// machine, however loaded.
+	es := &fakeEngineState{cds: map[stream.Target]*retry.Cooldown{openai: quotaCooldown()}}
+	h := newManualHarness(t, 120, 40, Options{Simulated: true, Faults: &fakeFaults{}, History: goldenHistory(),
+		TargetState: es.state, ClearCooldown: es.clear, Armed: &fakeArmed{faults: []ArmedFault{{Provider: "openai", Kind: "overload", Left: 2}}}}, scripts...)
+	h.do(h.m.Init())
 	seed := uint32(7)
 	next := func(n int) int {
 		seed = seed*1664525 + 1013904223
@@ -203,9 +210,6 @@ func TestRandomInputNeverPanics(t *testing.T) {
 			h.press("i")
 			h.typeText("go")
 			h.press("enter")
-			if i%50 == 0 {
-				h.idle()
-			}
 		}
 		switch r := next(20); {
 		case r == 0:
@@ -232,13 +236,12 @@ func TestRandomInputNeverPanics(t *testing.T) {
 			}
 			h.send(msg)
 		}
-		for len(h.msgs) > 0 {
-			h.send(<-h.msgs)
-		}
+		h.settle()
 		h.checkFrame()
 	}
-	if n := len(h.runner.Calls()); n < 10 {
-		t.Errorf("only %d calls ran", n)
+	// Every prompt the console took ran, and this seed sends at least 10.
+	if n, sent := len(h.runner.Calls()), len(h.m.conv.turns)+h.m.conv.dropped; n != sent || n < 10 {
+		t.Errorf("%d calls ran for %d prompts sent (want all, and at least 10)", n, sent)
 	}
 }
 
@@ -271,4 +274,117 @@ func TestScrolledUpViewStaysPut(t *testing.T) {
 	}
 	h.press("esc")
 	h.idle()
+}
+
+// TestLogFollowsUntilScrolledUp: the attempt log follows new rows; once the
+// user scrolls up it stays put and says how many rows are newer, and G
+// returns to the newest (issue 12, point 8).
+func TestLogFollowsUntilScrolledUp(t *testing.T) {
+	h := newHarness(t, 80, 24, Options{})
+	row := func(i int) *logRow {
+		a := retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, RequestID: fmt.Sprintf("req_row%02d", i)}
+		return &logRow{callID: "c", at: t0, attempt: a}
+	}
+	for i := 0; i < 10; i++ {
+		h.m.log.add(row(i))
+	}
+	h.press("tab") // conversation
+	h.press("tab") // attempts
+	h.press("k")
+	h.press("k")
+	h.m.log.add(row(10))
+	s := h.screen()
+	if strings.Contains(s, "req_row10") || !strings.Contains(s, "newer below · G") {
+		t.Fatalf("scrolled up: the newest row showed, or no hint of newer rows:\n%s", s)
+	}
+	h.press("G")
+	h.m.log.add(row(11))
+	s = h.screen()
+	if !strings.Contains(s, "req_row11") || strings.Contains(s, "newer below") {
+		t.Fatalf("G did not return to the newest:\n%s", s)
+	}
+}
+
+// TestStatusWrapsNotCut: a target's stop words and the transcript's raw
+// error wrap whole instead of being cut mid-sentence (issue 12, point 9).
+func TestStatusWrapsNotCut(t *testing.T) {
+	long := "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors. Please try again in 20s."
+	quota := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(openai)
+		a.Status, a.Class, a.Code, a.Decision, a.Message = 429, stream.ClassQuota, "insufficient_quota", retry.DecideStop, long
+		e.finish(a)
+		return e.end(retry.OutcomeStopped, nil, &stream.Error{Class: stream.ClassQuota, Status: 429, Code: "insufficient_quota", Message: long})
+	}
+	for _, sz := range [][2]int{{120, 40}, {80, 24}} {
+		h := newHarness(t, sz[0], sz[1], Options{}, quota)
+		h.typeText("hi")
+		h.press("enter")
+		h.idle()
+		flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ", "┃", " ").Replace(h.screen())), " ")
+		// The detail under the note, and (wide) the targets pane, end whole.
+		if !strings.Contains(flat, "Please try again in 20s.") || strings.Contains(flat, "…") {
+			t.Errorf("%dx%d: a sentence is cut:\n%s", sz[0], sz[1], h.screen())
+		}
+	}
+}
+
+// TestFocusShowsWithoutColour: with NO_COLOR the focused pane still stands
+// out: its frame is heavy (issue 12, point 10).
+func TestFocusShowsWithoutColour(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{NoColor: true})
+	h.press("tab") // the conversation
+	lines := strings.Split(h.screen(), "\n")
+	if !strings.Contains(lines[1], "┏ conversation") || strings.Contains(lines[1], "┏ targets") {
+		t.Errorf("the focused conversation is not marked: %q", lines[1])
+	}
+	if n := strings.Count(h.screen(), "┏"); n != 1 {
+		t.Errorf("%d panes marked focused, want 1:\n%s", n, h.screen())
+	}
+}
+
+// TestGaugesSayLeft: gauges have a legend, a nearly full window is not drawn
+// full, an exhausted one is drawn empty in the warning colour, and
+// "(rounded)" is said once per target (issue 12, point 3).
+func TestGaugesSayLeft(t *testing.T) {
+	st := theme.New(true, false)
+	l := &stream.Limits{
+		Requests:     &stream.Window{Limit: 500, Remaining: 499, HasLimit: true, HasRemaining: true},
+		Tokens:       &stream.Window{Limit: 150000, Remaining: 0, HasLimit: true, HasRemaining: true},
+		InputTokens:  &stream.Window{Limit: 2000000, Remaining: 2000000, HasLimit: true, HasRemaining: true, Rounded: true},
+		OutputTokens: &stream.Window{Limit: 400000, Remaining: 396000, HasLimit: true, HasRemaining: true, Rounded: true},
+	}
+	out := gauges(l, 34, t0, &st, "  ")
+	plain := ansi.Strip(strings.Join(out, "\n"))
+	if !strings.HasPrefix(plain, "  left of each limit (rounded)") || strings.Count(plain, "(rounded)") != 1 {
+		t.Errorf("no legend, or (rounded) not once:\n%s", plain)
+	}
+	if !strings.Contains(plain, "req ███████░ 499/500") {
+		t.Errorf("499/500 is not drawn short of full:\n%s", plain)
+	}
+	if !strings.Contains(plain, "tok ░░░░░░░░ 0/150k") || !strings.Contains(out[2], st.Warn.Render("░░░░░░░░")) {
+		t.Errorf("an exhausted window is not drawn empty in the warning colour:\n%q", out[2])
+	}
+}
+
+// TestNoLimitHeadersSaysWhy: a target whose answers carry no limit headers
+// says so, and shows the rate the pacer learned from its 429s (issue 12,
+// point 11).
+func TestNoLimitHeadersSaysWhy(t *testing.T) {
+	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{gemini: {Rate: 0.5, RateLearned: true}}}
+	gem := func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(gemini)
+		e.say("ok")
+		a.Status = 200
+		e.finish(a)
+		return e.end(retry.OutcomeOK, &gemini, nil)
+	}
+	h := newHarness(t, 120, 40, Options{Chain: []stream.Target{gemini}, Targets: []TargetInfo{{Target: gemini, Available: true}}, TargetState: es.state}, gem)
+	h.typeText("hi")
+	h.press("enter")
+	h.idle()
+	h.until("the learned rate", func() bool { return strings.Contains(h.screen(), "30 req/min") })
+	flat := strings.Join(strings.Fields(strings.ReplaceAll(h.screen(), "│", " ")), " ")
+	if !strings.Contains(flat, "gemini sends no limit headers; learned from its 429s: 30 req/min") {
+		t.Errorf("no reason for the missing gauges:\n%s", h.screen())
+	}
 }

@@ -32,8 +32,13 @@ type targetState struct {
 	stopWords string // the provider's own words
 	stopUntil time.Time
 
-	lastErr string // the last failure, for context
-	limits  *stream.Limits
+	cooldown *retry.Cooldown // the cooldown that stops it, when known (never parsed from a message)
+
+	lastErr  string // the last failure, for context
+	limits   *stream.Limits
+	answered bool // an answer came without limit headers: the provider sends none
+	pace     retry.PaceState
+	hasPace  bool
 }
 
 // state returns the state word and its style.
@@ -86,6 +91,9 @@ type targetsPane struct {
 	inChain int            // how many of list are in the chain
 	cursor  int
 	focused bool
+	// wrapLong lets a collapsed status wrap onto more lines (off on short
+	// terminals, where the conversation needs the rows).
+	wrapLong bool
 
 	cache    []string
 	cacheKey string
@@ -227,8 +235,15 @@ func (p *targetsPane) text(t stream.Target, callID string) {
 func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string) {
 	s := p.get(a.Target)
 	s.setBusy(callID, "")
-	if a.Limits != nil && !a.Limits.Empty() {
-		s.limits = a.Limits
+	if a.Status != 0 {
+		// An answer without headers: the provider sends none (an error
+		// response may lack them for other reasons).
+		s.answered = s.answered || (a.Class == stream.ClassOK && (a.Limits == nil || a.Limits.Empty()))
+		// Always the latest response's headers: a response without any
+		// keeps the last snapshot (its numbers still hold until reset).
+		if a.Limits != nil && !a.Limits.Empty() {
+			s.limits = a.Limits
+		}
 	}
 	end := a.StartedAt.Add(a.Duration)
 	if end.IsZero() || a.StartedAt.IsZero() {
@@ -259,6 +274,10 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 			s.stopWords = a.Code
 		}
 		s.stopUntil = time.Time{}
+		if cd := a.Cooldown; cd != nil {
+			c := *cd
+			s.cooldown, s.stopUntil = &c, cd.Until
+		}
 	case stream.ClassCancelled:
 	default:
 		s.lastErr = statusCode(a)
@@ -288,6 +307,61 @@ func (p *targetsPane) wait(w *retry.Wait, now time.Time) {
 	p.invalidate()
 }
 
+// waitEnd ends a target's wait when the engine says it ended (early, when
+// the user failed over or cancelled).
+func (p *targetsPane) waitEnd(w *retry.Wait, now time.Time) {
+	s := p.get(w.Target)
+	if now.Before(s.waitUntil) {
+		s.waitUntil = now
+	}
+	p.invalidate()
+}
+
+// states applies what the engine knows of each target now (its active
+// cooldown, its pacer), read by a command: the truth for STOPPED and PAUSED.
+func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.Time) {
+	for t, ts := range sts {
+		s := p.get(t)
+		s.pace, s.hasPace = ts.Pace, ts.HasPacer
+		switch cd := ts.Cooldown; {
+		case cd != nil && cd.Active(now):
+			c := *cd
+			s.cooldown = &c
+			s.stopped, s.stopUntil = true, cd.Until
+			if s.stopWords = cd.Message; s.stopWords == "" {
+				s.stopWords = cd.Code
+			}
+		case s.stopped:
+			// Cleared (or ended) in the store: no longer stopped.
+			s.stopped, s.cooldown = false, nil
+		}
+		if h := ts.Pace.HoldUntil; h.After(now) && h.After(s.waitUntil) && s.busy() == "" {
+			s.waitFrom, s.waitUntil, s.paused = now, h, true
+			s.waitWhy = "pacing: no request before its limit resets"
+		}
+	}
+	p.invalidate()
+}
+
+// cursorStopped reports whether the target under the cursor is STOPPED.
+func (p *targetsPane) cursorStopped(now time.Time) bool {
+	if !p.focused || p.cursor >= len(p.list) {
+		return false
+	}
+	s := p.list[p.cursor]
+	return s.info.Available && s.stopped && (s.stopUntil.IsZero() || now.Before(s.stopUntil))
+}
+
+// unstop clears the stops of the cooldown with the given scope.
+func (p *targetsPane) unstop(scope string) {
+	for _, s := range p.list {
+		if s.cooldown != nil && s.cooldown.Scope == scope {
+			s.stopped, s.cooldown = false, nil
+		}
+	}
+	p.invalidate()
+}
+
 // stop marks a target stopped (a quota or a cooldown).
 func (p *targetsPane) stop(t stream.Target, words string, until time.Time) {
 	s := p.get(t)
@@ -309,10 +383,11 @@ func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
 		for _, s := range p.list {
 			t := s.info.Target
 			switch {
-			case strings.HasSuffix(c.Scope, t.String()):
+			case strings.HasSuffix(c.Scope, t.String()),
+				err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
 				p.stop(t, words, c.Until)
-			case err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
-				p.stop(t, words, c.Until)
+				cp := c
+				s.cooldown = &cp
 			}
 		}
 	}
@@ -324,11 +399,17 @@ func (p *targetsPane) callEnd(r *retry.Result, chain []stream.Target, callID str
 	for _, s := range p.list {
 		s.setBusy(callID, "")
 	}
-	if r.CooldownHit && len(r.Attempts) == 0 && r.Err != nil {
-		for _, t := range chain {
-			if strings.HasPrefix(r.Err.Message, t.String()+" ") || strings.HasPrefix(r.Err.Message, t.Provider+" account") {
-				p.stop(t, r.Err.Message, r.CooldownUntil)
+	if cd := r.Cooldown; cd != nil {
+		// The engine names the cooldown and its target: no message parsing.
+		if t, err := stream.ParseTarget(cd.Target); err == nil {
+			s := p.get(t)
+			words := cd.Message
+			if words == "" {
+				words = cd.Code
 			}
+			s.stopped, s.stopWords, s.stopUntil = true, words, cd.Until
+			c := *cd
+			s.cooldown = &c
 		}
 	}
 	if r.Outcome == retry.OutcomeStopped && r.Err != nil {
@@ -377,7 +458,7 @@ func sourceOr(s stream.DelaySource, def string) string {
 func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Styles) []string {
 	// Countdowns round up to whole seconds from sub-second ends, so the key
 	// follows the clock tick (250ms), not the wall second.
-	key := fmt.Sprintf("%d/%v/%d/%v", w, collapsed, now.UnixMilli()/250, p.focused)
+	key := fmt.Sprintf("%d/%v/%d/%v/%v", w, collapsed, now.UnixMilli()/250, p.focused, p.wrapLong)
 	if key == p.cacheKey {
 		return p.cache
 	}
@@ -389,7 +470,7 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 			continue
 		}
 		if collapsed {
-			out = append(out, p.line(i, s, w, now, st))
+			out = append(out, p.line(i, s, w, now, st)...)
 			continue
 		}
 		out = append(out, p.full(i, s, w, now, st)...)
@@ -425,8 +506,9 @@ func (p *targetsPane) label(i int, s *targetState) string {
 	return mark + n + s.info.Target.String()
 }
 
-// line is the collapsed form: "1 openai/gpt-5.4-mini  WAITING 12s · 429 slow_down".
-func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *theme.Styles) string {
+// line is the collapsed form: "1 openai/gpt-5.4-mini  WAITING 12s · 429
+// slow_down", its words wrapped (never cut) onto indented lines.
+func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *theme.Styles) []string {
 	word, style := s.state(now, st)
 	extra := ""
 	switch word {
@@ -441,16 +523,38 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	default:
 		if g := gaugeBrief(s.limits, now); g != "" {
 			extra = " · " + g
+		} else if s.answered && s.limits == nil {
+			extra = " · " + noHeaders(s)
 		}
 	}
 	if s.proxied && i >= p.inChain {
 		extra += " · via proxy"
 	}
-	name := fit(p.label(i, s), min(36, w/2))
+	nw := min(36, w/2)
+	name := fit(p.label(i, s), nw)
 	if p.focused && i == p.cursor {
 		name = st.Selected.Render(name)
 	}
-	return name + " " + style(word) + st.Subtle.Render(extra)
+	room := w - nw - 1 - len(word)
+	if widthOf(extra) <= room || !p.wrapLong {
+		return []string{fit(name+" "+style(word)+st.Subtle.Render(extra), w)}
+	}
+	// As much as fits beside the state (the countdown first), the rest
+	// wrapped under it.
+	const ind = "    "
+	head, rest := "", strings.TrimPrefix(extra, " ")
+	if room > 2 {
+		parts := wrap(rest, room-1)
+		head = " " + parts[0]
+		rest = strings.TrimSpace(strings.TrimPrefix(rest, parts[0]))
+	}
+	out := []string{fit(name+" "+style(word)+st.Subtle.Render(head), w)}
+	if rest != "" {
+		for _, l := range wrap(rest, w-len(ind)) {
+			out = append(out, ind+st.Subtle.Render(l))
+		}
+	}
+	return out
 }
 
 func gaugeBrief(l *stream.Limits, now time.Time) string {
@@ -462,6 +566,7 @@ func gaugeBrief(l *stream.Limits, now time.Time) string {
 	if r.HasLimit {
 		s += "/" + fmtCount(r.Limit)
 	}
+	s += " left"
 	if r.PerDay {
 		s += " per day"
 	}
@@ -491,10 +596,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		out = append(out, ind+st.Subtle.Render(fit("unavailable: set "+s.info.Missing, iw)))
 	case "STOPPED":
 		words := oneLine(s.stopWords)
-		for j, l := range wrap("quota: "+words, iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap("quota: "+words, iw) {
 			out = append(out, ind+st.Error.Render(l))
 		}
 		if !s.stopUntil.IsZero() {
@@ -503,10 +605,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("needs a person", iw)))
 		}
 	case "WAITING", "PAUSED":
-		for j, l := range wrap(s.waitWhy, iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap(s.waitWhy, iw) {
 			out = append(out, ind+st.Wait.Render(l))
 		}
 		total := s.waitUntil.Sub(s.waitFrom)
@@ -519,10 +618,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		bw := max(4, min(20, iw-len(cd)-1))
 		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
 	case "OVERLOADED":
-		for j, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
-			if j == 2 {
-				break
-			}
+		for _, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
 			out = append(out, ind+st.Warn.Render(l))
 		}
 	default:
@@ -530,30 +626,48 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("last: "+s.lastErr, iw)))
 		}
 	}
-	out = append(out, gauges(s.limits, iw, now, st, ind)...)
+	if g := gauges(s.limits, iw, now, st, ind); len(g) > 0 {
+		out = append(out, g...)
+	} else if s.answered && word != "NO KEY" {
+		for _, l := range wrap(noHeaders(s), iw) {
+			out = append(out, ind+st.Subtle.Render(l))
+		}
+	}
 	return out
 }
 
-// gauges renders a limits snapshot, one line a window.
+// gauges renders a limits snapshot, one line a window, under a legend: a
+// bar shows what is LEFT of each limit (full: all of it left), an exhausted
+// window is drawn empty in the warning colour, and "(rounded)" is said once.
 func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string) []string {
 	if l == nil {
 		return nil
 	}
 	var out []string
+	rounded := false
 	one := func(name string, win *stream.Window) {
 		if win == nil || (!win.HasRemaining && !win.HasLimit) {
 			return
 		}
-		frac := 1.0
+		rounded = rounded || win.Rounded
+		bw := 8
+		if w < 30 {
+			bw = 4
+		}
+		cells := bw
 		if win.HasLimit && win.Limit > 0 {
-			frac = float64(win.Remaining) / float64(win.Limit)
+			cells = int(float64(win.Remaining)/float64(win.Limit)*float64(bw) + 0.5)
+			// Never full while some is used, never empty while some is left.
+			if win.Remaining < win.Limit {
+				cells = min(cells, bw-1)
+			}
+			if win.Remaining > 0 {
+				cells = max(cells, 1)
+			}
 		}
 		nums := fmtCount(win.Remaining)
 		if win.HasLimit {
 			nums += "/" + fmtCount(win.Limit)
-		}
-		if win.Rounded {
-			nums += " (rounded)"
 		}
 		if win.PerDay {
 			nums += " per day"
@@ -562,16 +676,42 @@ func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string
 		if now.Before(win.Reset) {
 			tail = " reset " + fmtCountdown(now, win.Reset)
 		}
-		bw := 8
-		if w < 30 {
-			bw = 4
+		full, empty, numStyle := st.GaugeFull.Render, st.GaugeEmpty.Render, fmt.Sprint
+		if win.HasRemaining && win.Remaining <= 0 {
+			cells, empty, numStyle = 0, st.Warn.Render, func(a ...any) string { return st.Warn.Render(fmt.Sprint(a...)) }
 		}
-		line := fmt.Sprintf("%-4s", name) + bar(frac, bw, st.GaugeFull.Render, st.GaugeEmpty.Render) + " " + nums + st.Subtle.Render(tail)
+		g := full(strings.Repeat("█", cells)) + empty(strings.Repeat("░", bw-cells))
+		line := fmt.Sprintf("%-4s", name) + g + " " + numStyle(nums) + st.Subtle.Render(tail)
 		out = append(out, ind+fit(line, w))
 	}
 	one("req", l.Requests)
 	one("tok", l.Tokens)
 	one("in", l.InputTokens)
 	one("out", l.OutputTokens)
-	return out
+	if len(out) == 0 {
+		return nil
+	}
+	legend := "left of each limit"
+	if rounded {
+		legend += " (rounded)"
+	}
+	return append([]string{ind + st.Subtle.Render(fit(legend, w))}, out...)
+}
+
+// noHeaders says why a target that answered shows no gauge, and what the
+// pacer learned instead.
+func noHeaders(s *targetState) string {
+	t := s.info.Target.Provider + " sends no limit headers"
+	if s.hasPace && s.pace.RateLearned && s.pace.Rate > 0 {
+		return t + "; learned from its 429s: " + fmtRate(s.pace.Rate)
+	}
+	return t + "; its rate is learned from its 429s"
+}
+
+// fmtRate renders a request rate: "0.5 req/s", "12 req/min".
+func fmtRate(r float64) string {
+	if r >= 1 {
+		return fmt.Sprintf("%.1f req/s", r)
+	}
+	return fmt.Sprintf("%.0f req/min", r*60)
 }

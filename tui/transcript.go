@@ -19,6 +19,9 @@ const (
 	blockDetail                  // raw detail under a note, dimmer
 )
 
+// maxDetailLines bounds a raw detail on screen (the history keeps it whole).
+const maxDetailLines = 12
+
 type noteKind int
 
 const (
@@ -38,47 +41,56 @@ type block struct {
 	badgeOK  bool   // the header is the served-by badge
 	fallback string // blockText: the fallback note beside the badge
 	text     string
-	broken   bool // blockText: the attempt failed; its text is partial
+	buf      strings.Builder // a streaming text block's text (text shares its bytes)
+	broken   bool            // blockText: the attempt failed; its text is partial
 
 	lines []string
 	w     int
 	dirty bool
 
-	// The text's finished paragraphs, wrapped once: a token re-wraps only
-	// the paragraph it extends.
-	stable    []string
-	stableEnd int // bytes of text covered by stable
-	stableW   int
-	stableBrk bool
+	// A text block's lines are its header lines, the text's final lines
+	// (fixed, kept across frames) and its open lines (redone each frame).
+	tw      textWrap
+	fixed   int    // len of lines that stay: header and final text lines
+	wrapKey string // what the fixed lines were made for: width, header, broken
 }
 
 // wrapLines wraps plain text to w cells and styles it, each line padded to
 // exactly w cells.
 func wrapLines(dst []string, s string, w int, style func(...string) string, indent string) []string {
-	iw := widthOf(indent)
-	for _, l := range wrap(s, w-iw) {
-		pad := max(0, w-iw-widthOf(l))
-		line := indent + l
-		if style != nil && l != "" {
-			line = indent + style(l)
-		}
-		dst = append(dst, line+strings.Repeat(" ", pad))
+	for _, l := range wrap(s, w-widthOf(indent)) {
+		dst = append(dst, styleLine(l, w, style, indent))
 	}
 	return dst
 }
 
-// textLines wraps the block's text incrementally.
-func (b *block) textLines(w int, style func(...string) string) []string {
-	if b.stableW != w || b.stableBrk != b.broken || b.stableEnd > len(b.text) {
-		b.stable, b.stableEnd, b.stableW, b.stableBrk = nil, 0, w, b.broken
+// styleLine styles one wrapped line and pads it to exactly w cells.
+func styleLine(l string, w int, style func(...string) string, indent string) string {
+	pad := max(0, w-widthOf(indent)-widthOf(l))
+	line := indent + l
+	if style != nil && l != "" {
+		line = indent + style(l)
 	}
-	if i := strings.LastIndexByte(b.text[b.stableEnd:], '\n'); i >= 0 {
-		for _, p := range strings.Split(b.text[b.stableEnd:b.stableEnd+i], "\n") {
-			b.stable = wrapLines(b.stable, p, w, style, "")
-		}
-		b.stableEnd += i + 1
+	return line + strings.Repeat(" ", pad)
+}
+
+// appendText adds a delta to a streaming text block without copying the
+// text so far.
+func (b *block) appendText(s string) {
+	if b.buf.Len() != len(b.text) { // text was set directly
+		b.buf.Reset()
+		b.buf.WriteString(b.text)
 	}
-	return wrapLines(b.stable[:len(b.stable):len(b.stable)], b.text[b.stableEnd:], w, style, "")
+	b.buf.WriteString(s)
+	b.text = b.buf.String() // shares the builder's bytes: no copy
+	b.dirty = true
+}
+
+// setText replaces a text block's text.
+func (b *block) setText(s string) {
+	b.buf.Reset()
+	b.text = s
+	b.dirty = true
 }
 
 // turn is one prompt and everything that answered it.
@@ -89,7 +101,6 @@ type turn struct {
 	primary stream.Target
 	blocks  []*block
 	current *block // the text block of the attempt streaming now
-	runs    int
 	done    bool
 
 	currentTarget stream.Target
@@ -117,33 +128,46 @@ func (b *block) render(w int, st *theme.Styles) []string {
 		return b.lines
 	}
 	b.w, b.dirty = w, false
-	b.lines = b.lines[:0]
+	if b.kind != blockText {
+		b.lines = b.lines[:0]
+	}
 	add := func(s string, style func(...string) string, indent string) {
 		b.lines = wrapLines(b.lines, s, w, style, indent)
 	}
 	switch b.kind {
 	case blockText:
-		switch {
-		case b.badgeOK && b.fallback != "":
-			line := st.Badge.Render(b.header) + st.Fallback.Render(" ("+b.fallback+")")
-			if widthOf(b.header)+3+widthOf(b.fallback) <= w {
-				b.lines = append(b.lines, fit(line, w))
-			} else {
+		var style func(...string) string
+		if b.broken {
+			style = st.Partial.Render
+		}
+		key := fmt.Sprintf("%d/%v/%v/%s/%s/%v/%p", w, b.broken, b.badgeOK, b.header, b.fallback, b.text != "", st)
+		if key != b.wrapKey || len(b.text) < b.tw.srcEnd {
+			b.wrapKey = key
+			b.lines = b.lines[:0]
+			switch {
+			case b.badgeOK && b.fallback != "":
+				line := st.Badge.Render(b.header) + st.Fallback.Render(" ("+b.fallback+")")
+				if widthOf(b.header)+3+widthOf(b.fallback) <= w {
+					b.lines = append(b.lines, fit(line, w))
+				} else {
+					add(b.header, st.Badge.Render, "")
+					add("("+b.fallback+")", st.Fallback.Render, "")
+				}
+			case b.badgeOK:
 				add(b.header, st.Badge.Render, "")
-				add("("+b.fallback+")", st.Fallback.Render, "")
+			case b.header != "" && b.text != "":
+				add(b.header, st.Subtle.Render, "")
 			}
-		case b.badgeOK:
-			add(b.header, st.Badge.Render, "")
-		case b.header != "" && b.text != "":
-			add(b.header, st.Subtle.Render, "")
+			b.fixed = len(b.lines)
+			b.tw.reset(w, style)
 		}
-		if b.text != "" {
-			var style func(...string) string
-			if b.broken {
-				style = st.Partial.Render
-			}
-			b.lines = append(b.lines, b.textLines(w, style)...)
+		if b.text == "" {
+			b.lines = b.lines[:b.fixed]
+			break
 		}
+		final, all := b.tw.lines(b.lines[:b.fixed], b.text)
+		b.fixed = len(final)
+		b.lines = all
 	case blockNote:
 		var style func(...string) string
 		switch b.note {
@@ -160,11 +184,12 @@ func (b *block) render(w int, st *theme.Styles) []string {
 		}
 		add(b.text, style, "")
 	case blockDetail:
-		// Raw detail is for reference: at most three lines of it.
+		// Raw detail is for reference, wrapped whole (a provider's sentence
+		// is never cut); only a hostile server's wall of text is bounded.
 		add(b.text, st.Detail.Render, "  ")
-		if len(b.lines) > 3 {
-			b.lines = b.lines[:3]
-			b.lines[2] = fit(ansi.Truncate(b.lines[2], w-1, "")+st.Detail.Render("…"), w)
+		if len(b.lines) > maxDetailLines {
+			b.lines = b.lines[:maxDetailLines]
+			b.lines[maxDetailLines-1] = fit(ansi.Truncate(b.lines[maxDetailLines-1], w-1, "")+st.Detail.Render("…"), w)
 		}
 	}
 	return b.lines
@@ -211,7 +236,7 @@ func (c *transcript) invalidate() {
 	for _, t := range c.turns {
 		for _, b := range t.blocks {
 			b.dirty = true
-			b.stableW = 0
+			b.wrapKey = ""
 		}
 	}
 	c.promptCache = map[*turn][]string{}
@@ -277,6 +302,9 @@ func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []str
 		t := c.turns[i]
 		for j := len(t.blocks) - 1; j >= 0 && n < need; j-- {
 			l := t.blocks[j].render(w, st)
+			if len(l) > need-n { // a long answer: only its visible tail
+				l = l[len(l)-(need-n):]
+			}
 			rev = append(rev, l)
 			n += len(l)
 		}

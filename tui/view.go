@@ -40,11 +40,11 @@ func (m *Model) logHeight() int {
 	return min(9, max(4, m.bodyHeight()/4))
 }
 
+// targetsCollapsedHeight fits the collapsed targets' lines (a status wraps
+// onto more than one), at most a third of the body.
 func (m *Model) targetsCollapsedHeight() int {
-	n := m.targets.inChain
-	if m.targets.focused {
-		n = len(m.targets.list)
-	}
+	m.targets.wrapLong = m.height >= 20
+	n := len(m.targets.view(m.width-2, true, m.now, &m.st))
 	return min(max(1, n), max(1, m.bodyHeight()/3)) + 2
 }
 
@@ -89,19 +89,39 @@ func (m *Model) render() (string, *tea.Cursor) {
 		inner := m.hist.view(w-2, body-2, st)
 		lines = append(lines, m.box("history", inner, w, body, true, false)...)
 	case modeFaults:
-		inner := []string{st.Subtle.Render("Inject a fault into the simulator; the next prompt meets it."), ""}
 		prov := "-"
 		if len(m.chain) > 0 {
-			prov = m.chain[0].Provider
+			prov = m.chain[0].String()
 		}
+		var inner []string
+		for _, l := range wrap("Each key arms one fault on the primary, "+prov+"; the next prompt meets it.", w-2) {
+			inner = append(inner, st.Subtle.Render(l))
+		}
+		inner = append(inner, "")
 		for i, f := range m.opts.FaultKinds {
 			if i == 9 {
 				break
 			}
-			inner = append(inner, fmt.Sprintf(" %s  %-16s %s", st.Accent.Render(fmt.Sprint(i+1)), f.Name, st.Subtle.Render(f.Description)))
+			line := fmt.Sprintf(" %s  %-13s %-15s ", st.Accent.Render(fmt.Sprint(i+1)), f.Name, orDash(f.Lasts))
+			inner = append(inner, fit(line+st.Subtle.Render(f.Description), w-2))
 		}
-		inner = append(inner, "", st.Subtle.Render("Faults hit the primary ("+prov+"). esc closes."))
+		inner = append(inner, "")
+		switch {
+		case m.opts.Armed == nil:
+		case m.armedErr != nil:
+			inner = append(inner, st.Error.Render(fit("Could not list the armed faults: "+m.armedErr.Error(), w-2)))
+		case len(m.armed) == 0:
+			inner = append(inner, st.Subtle.Render("Nothing is armed now."))
+		default:
+			inner = append(inner, st.Warn.Render(fmt.Sprintf("Armed now (%d) · x clears them all:", len(m.armed))))
+			for _, a := range m.armed {
+				inner = append(inner, st.Warn.Render(fit("  "+armedWords(a, m.now), w-2)))
+			}
+		}
+		inner = append(inner, st.Subtle.Render("esc closes."))
 		lines = append(lines, m.box("demo faults", inner, w, body, false, false)...)
+	case modeConfirm:
+		lines = append(lines, m.box("clear a quota stop?", m.confirmLines(w-4), w, body, false, true)...)
 	default:
 		lh := m.logHeight()
 		top := body - lh
@@ -130,7 +150,11 @@ func (m *Model) render() (string, *tea.Cursor) {
 		}
 		lines = append(lines, convLines...)
 		if lh > 0 {
-			lines = append(lines, m.box("attempts", m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
+			title := "attempts"
+			if n := m.log.newer(lh - 2); n > 0 {
+				title = fmt.Sprintf("attempts (%d newer below · G)", n)
+			}
+			lines = append(lines, m.box(title, m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
 		}
 	}
 
@@ -251,7 +275,7 @@ func (m *Model) renderHeader(w int) string {
 }
 
 func (m *Model) footer(w int) string {
-	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.st.Dark)
+	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.canFailOver(), m.st.Dark)
 	if key != m.footerKey {
 		m.footerKey, m.footerLine = key, m.renderFooter(w)
 	}

@@ -175,11 +175,13 @@ func main() {
 			}
 		})
 	}
-	eng := &retry.Engine{Doer: d}
+	eng := &retry.Engine{Doer: d, Cooldowns: retry.NewMemoryCooldowns(), Pacer: retry.NewPacer()}
 	hist := &memHistory{}
 	opts := tui.Options{
-		Runner: eng,
-		Chain:  []stream.Target{openai, anthropic},
+		Runner:        eng,
+		TargetState:   eng.TargetState,
+		ClearCooldown: func(_ context.Context, scope string) error { return eng.Cooldowns.Clear(scope) },
+		Chain:         []stream.Target{openai, anthropic},
 		Targets: []tui.TargetInfo{
 			{Target: openai, Available: true},
 			{Target: anthropic, Available: true},
