@@ -313,17 +313,17 @@ func (h *headReader) Read(p []byte) (int, error) {
 
 // attempt is the state of one Do call.
 type attempt struct {
-	c        *Client
-	o        Options
-	provider string
-	dialect  Dialect
-	parent   context.Context
-	ctx      context.Context
-	wd       *watchdog
-	start    time.Time
-	res      Result
-	onText   func(string)
-	red      redactor
+	c      *Client
+	o      Options
+	p      ProviderInfo // the provider's row, resolved once
+	d      *dialectSpec // its dialect
+	parent context.Context
+	ctx    context.Context
+	wd     *watchdog
+	start  time.Time
+	res    Result
+	onText func(string)
+	red    redactor
 }
 
 // Do sends req to ep and reads the answer to its end, calling onText (which
@@ -362,11 +362,16 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	if err := a.parent.Err(); err != nil {
 		return a.fail(&Error{Class: ClassCancelled, Message: "cancelled before sending", Err: err})
 	}
-	a.provider = ep.Provider
-	if a.provider == "" {
-		a.provider = req.Target.Provider
+	name := ep.Provider
+	if name == "" {
+		name = req.Target.Provider
 	}
-	a.dialect = dialectOf(a.provider)
+	p, ok := lookupProvider(name)
+	if !ok {
+		err := fmt.Errorf("unknown provider %q", name)
+		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
+	}
+	a.p, a.d = p, p.spec()
 
 	ctx, cancel := context.WithCancelCause(a.parent)
 	defer cancel(nil)
@@ -374,7 +379,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.wd = &watchdog{cancel: cancel, o: a.o}
 	defer a.wd.stop()
 
-	hreq, err := BuildRequest(ctx, ep, req)
+	hreq, err := buildRequest(ctx, &a.p, ep, req)
 	if err != nil {
 		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
 	}
@@ -396,8 +401,8 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	defer stopClose()
 
 	a.res.Status = resp.StatusCode
-	a.res.RequestID = requestID(resp.Header, ErrorBody{})
-	a.res.Limits = ParseLimits(a.provider, resp.Header, a.c.now())
+	a.res.RequestID = requestID(&a.p, resp.Header, ErrorBody{})
+	a.res.Limits = parseLimits(&a.p, resp.Header, a.c.now())
 
 	a.wd.armStall(&timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
 	wire := &wireReader{r: resp.Body, touch: a.wd.touch}
@@ -448,7 +453,7 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 		if e := a.readCause(derr); e != nil && e.Class == ClassCancelled {
 			return a.fail(e)
 		}
-		e := ParseError(a.provider, resp.StatusCode, resp.Header, nil, a.c.now())
+		e := parseError(&a.p, resp.StatusCode, resp.Header, nil, a.c.now())
 		e.Message = fmt.Sprintf("HTTP %d; %v", resp.StatusCode, derr)
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize)
 		e.Snippet = snippet(wire.head)
@@ -461,7 +466,7 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 		}
 		// A cut or slow error body still has a status to classify by.
 	}
-	e := ParseError(a.provider, resp.StatusCode, resp.Header, data, a.c.now())
+	e := parseError(&a.p, resp.StatusCode, resp.Header, data, a.c.now())
 	switch {
 	case tooBig:
 		e.Message = fmt.Sprintf("error body larger than MaxBodySize (%d bytes); not read", a.o.MaxBodySize)
@@ -567,12 +572,12 @@ func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 		switch {
 		case first == '<':
 			return a.notStream(br, "an HTML page came back where an SSE stream was expected (a proxy, a captive portal or a wrong base URL?)")
-		case a.dialect != DialectGemini && (first == '{' || first == '['):
+		case !a.d.bareJSON && (first == '{' || first == '['):
 			return a.jsonInsteadOfStream(br, head)
 		}
 		r = br
 	}
-	if a.dialect == DialectGemini {
+	if a.d.bareJSON {
 		r = newGeminiBareReader(r)
 	}
 	return a.readEvents(r, wire, head)
@@ -596,7 +601,7 @@ func (a *attempt) jsonInsteadOfStream(r io.Reader, head *headReader) Result {
 	}
 	b := ParseErrorBody(data)
 	if !tooBig && b.Found {
-		e := buildError(a.provider, b.impliedStatus(), b, nil, a.c.now())
+		e := buildError(&a.p, b.impliedStatus(), b, nil, a.c.now())
 		e.Snippet = snippet(data)
 		if e.RequestID != "" {
 			a.res.RequestID = e.RequestID
@@ -622,7 +627,7 @@ func (a *attempt) cutError(err error, wire *wireReader) *Error {
 
 // readEvents decodes the SSE stream with the dialect until its end signal.
 func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Result {
-	dec := newDecoder(a.dialect)
+	dec := a.d.newDecoder()
 	var (
 		text       strings.Builder
 		finished   bool
@@ -676,7 +681,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 
 	switch {
 	case midErr != nil:
-		e := buildError(a.provider, midErr.impliedStatus(), *midErr, nil, a.c.now())
+		e := buildError(&a.p, midErr.impliedStatus(), *midErr, nil, a.c.now())
 		e.Status = a.res.Status
 		e.MidStream = true
 		if e.Message == "" {
@@ -707,21 +712,11 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		return a.fail(a.cutError(readErr, wire))
 	case !recognized && len(head.head) > 0:
 		return a.fail(&Error{Class: ClassServer, Snippet: snippet(head.head),
-			Message: fmt.Sprintf("the body is not an SSE stream in the %s format", a.dialect)})
+			Message: fmt.Sprintf("the body is not an SSE stream in the %s format", a.d.name)})
 	case !recognized:
 		return a.fail(&Error{Class: ClassConnection, MidStream: true,
 			Message: "the stream ended before any event"})
 	}
 	return a.fail(&Error{Class: ClassConnection, MidStream: true,
-		Message: fmt.Sprintf("the stream ended before its end signal (%s)", endSignal(a.dialect))})
-}
-
-func endSignal(d Dialect) string {
-	switch d {
-	case DialectAnthropic:
-		return "message_stop"
-	case DialectGemini:
-		return "finishReason"
-	}
-	return "finish_reason"
+		Message: fmt.Sprintf("the stream ended before its end signal (%s)", a.d.endSignal)})
 }

@@ -43,7 +43,8 @@ func decodeBytes(provider, contentType, encoding string, body []byte) Result {
 	o.UsageGrace = -1
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	a := &attempt{c: &Client{Now: func() time.Time { return fixedNow }}, o: o, provider: provider, dialect: dialectOf(provider),
+	p := providerRow(provider)
+	a := &attempt{c: &Client{Now: func() time.Time { return fixedNow }}, o: o, p: p, d: p.spec(),
 		parent: context.Background(), ctx: ctx, start: fixedNow, onText: func(string) {}, red: newRedactor(testKey)}
 	a.wd = &watchdog{cancel: cancel, o: o}
 	defer a.wd.stop()
@@ -89,7 +90,7 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 		res := decodeBytes(provider, cts[int(ct)%len(cts)], enc, body)
 		if res.Err == nil {
-			if res.FinishReason == "" && dialectOf(provider) != DialectAnthropic {
+			if res.FinishReason == "" && providerRow(provider).Dialect != DialectAnthropic {
 				t.Fatalf("success without an end signal: %+v", res)
 			}
 		} else {

@@ -17,8 +17,8 @@ import (
 // policy decides on classes alone.
 type Class string
 
-// The classes. See the engine issue for the mapping from each provider's
-// statuses and codes; the first matching row wins.
+// The classes. The class table in classes.go maps each provider's statuses
+// and codes to them; the first matching row wins.
 const (
 	ClassOK         Class = "ok"         // the stream completed
 	ClassQuota      Class = "quota"      // a person must act: spend, billing, credit, per-day quota
