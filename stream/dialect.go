@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"net/http"
 	"net/url"
 	"strings"
@@ -226,7 +227,7 @@ func errorStep(data string) step {
 	b := ParseErrorBody([]byte(data))
 	if !b.Found {
 		b.Found = true
-		b.Message = sanitize(strings.TrimSpace(data), maxMessage)
+		b.Message = sanitize.Truncate(strings.TrimSpace(data), maxMessage)
 	}
 	return step{err: &b, recognize: true}
 }

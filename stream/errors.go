@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"net/http"
 	"strings"
 	"time"
@@ -101,7 +102,7 @@ func jsonText(raw json.RawMessage) string {
 	if json.Compact(&c, raw) != nil {
 		return ""
 	}
-	return sanitize(c.String(), maxMessage)
+	return sanitize.Truncate(c.String(), maxMessage)
 }
 
 // jsonCode reads a code that may be a string or a number.
@@ -237,7 +238,7 @@ func buildError(p *ProviderInfo, status int, b ErrorBody, h http.Header, now tim
 		Class:         v.class,
 		ModelSpecific: v.modelSpecific,
 		Code:          b.providerCode(p),
-		Message:       sanitize(b.Message, maxMessage),
+		Message:       sanitize.Truncate(b.Message, maxMessage),
 		RequestID:     requestID(p, h, b),
 	}
 	for _, id := range b.QuotaIDs {
