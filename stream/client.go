@@ -99,11 +99,53 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Client sends one attempt to one endpoint. It never retries.
+// Client sends one attempt to one endpoint. It never retries. A Client must
+// not be copied after first use.
 type Client struct {
 	HTTP    *http.Client     // nil: a client with no overall timeout that follows no redirect carrying credentials across hosts
 	Options Options          // zero fields take DefaultOptions
 	Now     func() time.Time // nil: time.Now
+
+	// instances maps an endpoint's base URL to the simulator instance that
+	// last answered on it (SimInstanceHeader), for Router.Scope.
+	instances sync.Map
+}
+
+// SimInstanceHeader is the response header by which limitscope's simulator
+// names its instance. Cooldowns caused by an endpoint that sent it are
+// scoped to that instance (see Router.Scope).
+const SimInstanceHeader = "X-Limitscope-Sim-Instance"
+
+// noteInstance remembers which simulator instance (if any) answered on
+// base, from the latest response.
+func (c *Client) noteInstance(base string, h http.Header) {
+	id := h.Get(SimInstanceHeader)
+	if id == "" {
+		c.instances.Delete(base)
+		return
+	}
+	c.instances.Store(base, instanceID(id))
+}
+
+// instanceID keeps an instance id to 64 letters, digits, '.', '_' and '-'
+// (others become '_'), so it can neither hide in nor break a scope key.
+func instanceID(id string) string {
+	b := []byte(id[:min(len(id), 64)])
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// simInstance returns the simulator instance last seen answering on base,
+// "" when none.
+func (c *Client) simInstance(base string) string {
+	if v, ok := c.instances.Load(base); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // MaxRedirects is how many redirects the default HTTP client follows.
@@ -497,6 +539,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	stopClose := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stopClose()
 
+	a.c.noteInstance(ep.BaseURL, resp.Header)
 	a.res.Status = resp.StatusCode
 	a.res.RequestID = requestID(&a.p, resp.Header, ErrorBody{})
 	a.res.Limits = parseLimits(&a.p, resp.Header, a.c.now())
