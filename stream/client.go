@@ -455,7 +455,7 @@ type attempt struct {
 	wd     *watchdog
 	start  time.Time
 	res    Result
-	onText func(string) // the caller's (may be nil); gets scrubbed deltas only
+	onText func(string) // the caller's (may be nil); gets deltas with the key scrubbed
 	red    redactor
 }
 

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"net/http"
 	"os"
@@ -105,6 +106,9 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 		if !utf8.ValidString(res.Text) {
 			t.Fatalf("text is not valid UTF-8: %q", res.Text)
+		}
+		if strings.Contains(res.Text, testKey) || strings.Contains(sanitize.Text(res.Text), testKey) {
+			t.Fatalf("the key in the text: %q", res.Text)
 		}
 		if res.Usage != nil && (res.Usage.InputTokens < 0 || res.Usage.OutputTokens < 0) {
 			t.Fatalf("usage %+v", res.Usage)

@@ -55,8 +55,9 @@ func (r redactor) field(s string, max int) string {
 	return sanitize.Truncate(RedactURL(sanitize.Redact(s, r.key)), max)
 }
 
-// deltas returns the scrubber of one attempt's text deltas: stripped, and
-// the key replaced even when split across deltas.
+// deltas returns the scrubber of one attempt's text deltas: the exact text
+// with the key replaced as a terminal would show it, even when split across
+// deltas or interleaved with escape sequences.
 func (r redactor) deltas() *sanitize.Redactor { return sanitize.NewRedactor(r.key) }
 
 // err wraps err so that its text is scrubbed; errors.Is and errors.As still
@@ -72,7 +73,7 @@ func (r redactor) err(err error) error {
 	return &redactedError{msg: r.field(err.Error(), maxMessage), err: err}
 }
 
-// scrub cleans every printable field of a Result. Text is already clean
+// scrub cleans every printable field of a Result. Text is already scrubbed
 // (readEvents builds it from the scrubbed deltas); the URL pass catches a
 // ?key= split across deltas.
 func (r redactor) scrub(res Result) Result {
