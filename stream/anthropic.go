@@ -158,7 +158,7 @@ type anthropicFast struct {
 	Type  json.RawMessage `json:"type"`
 	Delta *struct {
 		Type json.RawMessage `json:"type"`
-		Text json.RawMessage `json:"text"`
+		Text fastText        `json:"text"`
 	} `json:"delta"`
 }
 
@@ -183,7 +183,7 @@ func (d *anthropicDecoder) fast(typ, data string) (step, bool) {
 	}
 	switch jsonString(e.Delta.Type) {
 	case "text_delta", "":
-		if t := jsonString(e.Delta.Text); t != "" {
+		if t := e.Delta.Text.text(jsonString); t != "" {
 			s.text, s.progress = t, true
 		}
 	default:

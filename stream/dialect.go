@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A dialect is one wire format, written once in its own file (openai.go,
@@ -221,6 +222,35 @@ func fastString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// fastText is a JSON value decoded as a string in one pass when it is a
+// plain one (no escapes: the common text delta), else kept raw for the
+// dialect's own reading.
+type fastText struct {
+	s   string
+	raw json.RawMessage
+	str bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *fastText) UnmarshalJSON(b []byte) error {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			t.s, t.str = string(inner), true
+			return nil
+		}
+	}
+	t.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// text returns the string, or what read makes of the raw value.
+func (t *fastText) text(read func(json.RawMessage) string) string {
+	if t.str {
+		return t.s
+	}
+	return read(t.raw)
 }
 
 func errorStep(data string) step {

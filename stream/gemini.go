@@ -1,7 +1,9 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -177,11 +179,45 @@ type geminiFast struct {
 	Candidates     []*struct {
 		Index   *float64 `json:"index"`
 		Content *struct {
-			Parts []map[string]json.RawMessage `json:"parts"`
+			Parts []geminiFastPart `json:"parts"`
 		} `json:"content"`
 		FinishReason *string `json:"finishReason"`
 	} `json:"candidates"`
 }
+
+// geminiFastPart is one content part, read as a struct (no map per part):
+// its text and thought flag, and whether it has any key at all (a part with
+// only a function call or inline data is still model output).
+type geminiFastPart struct {
+	Text    fastText        `json:"text"`
+	Thought json.RawMessage `json:"thought"`
+	keys    bool            // the object has a key
+	null    bool            // the part was null (the map path skips it)
+}
+
+// UnmarshalJSON implements json.Unmarshaler; a part that is not an object
+// fails the fast path, as it would fail []map[string]json.RawMessage.
+func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*p = geminiFastPart{null: true}
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	type plain geminiFastPart // without this method
+	var q plain
+	if err := json.Unmarshal(b, &q); err != nil {
+		return err
+	}
+	*p = geminiFastPart(q)
+	p.keys = len(bytes.TrimLeft(b[1:], " \t\r\n")) > 0 && bytes.TrimLeft(b[1:], " \t\r\n")[0] != '}'
+	return nil
+}
+
+// errNotObject fails a fast decoding that met something other than an object.
+var errNotObject = errors.New("not an object")
 
 // fast decodes a trimmed chunk; ok is false when the map path must decide.
 func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
@@ -218,17 +254,17 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 		i++
 		if cd.Content != nil {
 			for _, p := range cd.Content.Parts {
-				if p == nil {
+				if p.null {
 					continue
 				}
-				if string(p["thought"]) == "true" {
+				if string(p.Thought) == "true" {
 					s.progress = true
 					continue
 				}
-				if t := jsonString(p["text"]); t != "" {
+				if t := p.Text.text(jsonString); t != "" {
 					s.text += t
 					s.progress = true
-				} else if len(p) > 0 {
+				} else if p.keys {
 					s.progress = true
 				}
 			}
@@ -284,8 +320,24 @@ func (g *geminiBareReader) Read(p []byte) (int, error) {
 		}
 		n, err := g.r.Read(g.in)
 		g.out = g.out[:0]
-		for _, c := range g.in[:n] {
-			g.feed(c)
+		buf := g.in[:n]
+		for i := 0; i < len(buf); {
+			if !g.inBlock && !g.lineStart && !g.afterCR {
+				// Mid-line outside a block: up to the line's end the
+				// bytes pass unchanged, as feed would pass them one by one.
+				j := bytes.IndexAny(buf[i:], "\r\n")
+				if j < 0 {
+					j = len(buf) - i
+				}
+				if j > 0 {
+					g.out = append(g.out, buf[i:i+j]...)
+					g.swallowLF = false
+					i += j
+					continue
+				}
+			}
+			g.feed(buf[i])
+			i++
 		}
 		if err != nil {
 			if g.inBlock && g.closing {

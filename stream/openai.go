@@ -198,7 +198,7 @@ type openaiFast struct {
 }
 
 type openaiFastDelta struct {
-	Content          json.RawMessage `json:"content"`
+	Content          fastText        `json:"content"`
 	ReasoningContent json.RawMessage `json:"reasoning_content"`
 	Reasoning        json.RawMessage `json:"reasoning"`
 	Refusal          json.RawMessage `json:"refusal"`
@@ -251,7 +251,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 			continue
 		}
 		if dl := ch.Delta; dl != nil {
-			if t := contentText(dl.Content); t != "" {
+			if t := dl.Content.text(contentText); t != "" {
 				s.text += t
 				s.progress = true
 			}
