@@ -73,7 +73,7 @@ func TestGzipBombChild(t *testing.T) {
 		t.Skip("run by TestGzipBombStaysSmall")
 	}
 	member := gzipMember(t, 8<<20) // 8 MiB decoded per member
-	const members = 256             // 2 GiB decoded
+	const members = 256            // 2 GiB decoded
 	c, ep := serve(t, "openai", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Content-Encoding", "gzip")
