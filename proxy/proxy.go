@@ -268,24 +268,8 @@ func (h *Handler) aliasList() string {
 // inferProvider names the provider of a bare model name an SDK's code
 // already uses (claude-..., gpt-..., gemini-...), or "".
 func inferProvider(model string) string {
-	m := strings.ToLower(model)
-	switch {
-	case strings.HasPrefix(m, "claude-"):
-		return "anthropic"
-	case strings.HasPrefix(m, "gpt-"), strings.HasPrefix(m, "chatgpt-"),
-		len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9':
-		return "openai"
-	case strings.HasPrefix(m, "gemini-"):
-		return "gemini"
-	case strings.HasPrefix(m, "grok-"):
-		return "xai"
-	case strings.HasPrefix(m, "deepseek-"):
-		return "deepseek"
-	case strings.HasPrefix(m, "mistral-"), strings.HasPrefix(m, "ministral-"), strings.HasPrefix(m, "codestral-"),
-		strings.HasPrefix(m, "magistral-"), strings.HasPrefix(m, "open-mistral-"):
-		return "mistral"
-	}
-	return ""
+	p, _ := stream.ProviderForModel(model) // the provider table's model-name prefixes
+	return p.Name
 }
 
 // callState is one call's progress toward the caller.

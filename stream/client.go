@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sse "github.com/tmaxmax/go-sse"
 )
@@ -26,16 +28,29 @@ type Options struct {
 	MaxEventSize      int           // largest SSE event accepted (default 1 MiB)
 	MaxBodySize       int64         // largest error or non-stream body read (default 1 MiB)
 	UsageGrace        time.Duration // after an OpenAI-style finish_reason (or Gemini's finishReason), wait this long for usage and [DONE] or EOF (default 2s)
-	MaxStreamSize     int64         // largest 200 stream read, in raw bytes (default 64 MiB): a server that never stops is cut off
+	// MaxStreamSize is the largest 200 stream read (default 64 MiB), in
+	// decoded bytes (after any Content-Encoding; the bytes on the wire are
+	// capped at the same size too): a server that never stops, or a gzip
+	// bomb, is cut off with a server error marked Error.Oversize.
+	MaxStreamSize int64
 	// NoProgressTimeout bounds the time since the last model output (text,
-	// reasoning or tool delta); keep-alive comments and empty events do not
-	// count. An attempt past it ends as a timeout (fails over like a stall).
-	// Zero takes the default (see DefaultOptions).
+	// reasoning or tool delta), from the first one on (before it,
+	// FirstTokenTimeout applies); keep-alive comments and empty events do
+	// not count. An attempt past it ends as a timeout (fails over like a
+	// stall). Default 60s; time in the caller's onText does not count.
 	NoProgressTimeout time.Duration
-	// MaxPartialText caps the text kept of an attempt, in decoded bytes
-	// (default 1 MiB): the rest still streams to the caller but is not stored.
+	// MaxPartialText caps the text kept in Result.Text, in decoded bytes
+	// (default 1 MiB; negative: no cap): the rest still streams to onText
+	// but is not kept, and Result.TextTruncated says so.
 	MaxPartialText int
 }
+
+// A stream that ends without its end signal after nearly a stall timeout
+// of silence (or nearly a no-progress timeout without output) stalled: the
+// server closing it at about the moment the timer fires ends it the same
+// way as the timer, a timeout, whichever comes first. "Nearly" is within
+// raceSlack of the timeout.
+func raceSlack(d time.Duration) time.Duration { return min(d/10, 2*time.Second) }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
@@ -47,6 +62,8 @@ func DefaultOptions() Options {
 		MaxBodySize:       1 << 20,
 		UsageGrace:        2 * time.Second,
 		MaxStreamSize:     64 << 20,
+		NoProgressTimeout: 60 * time.Second,
+		MaxPartialText:    1 << 20,
 	}
 }
 
@@ -73,14 +90,62 @@ func (o Options) withDefaults() Options {
 	if o.MaxStreamSize <= 0 {
 		o.MaxStreamSize = d.MaxStreamSize
 	}
+	if o.NoProgressTimeout == 0 {
+		o.NoProgressTimeout = d.NoProgressTimeout
+	}
+	if o.MaxPartialText == 0 {
+		o.MaxPartialText = d.MaxPartialText
+	}
 	return o
 }
 
-// Client sends one attempt to one endpoint. It never retries.
+// Client sends one attempt to one endpoint. It never retries. A Client must
+// not be copied after first use.
 type Client struct {
 	HTTP    *http.Client     // nil: a client with no overall timeout that follows no redirect carrying credentials across hosts
 	Options Options          // zero fields take DefaultOptions
 	Now     func() time.Time // nil: time.Now
+
+	// instances maps an endpoint's base URL to the simulator instance that
+	// last answered on it (SimInstanceHeader), for Router.Scope.
+	instances sync.Map
+}
+
+// SimInstanceHeader is the response header by which limitscope's simulator
+// names its instance. Cooldowns caused by an endpoint that sent it are
+// scoped to that instance (see Router.Scope).
+const SimInstanceHeader = "X-Limitscope-Sim-Instance"
+
+// noteInstance remembers which simulator instance (if any) answered on
+// base, from the latest response.
+func (c *Client) noteInstance(base string, h http.Header) {
+	id := h.Get(SimInstanceHeader)
+	if id == "" {
+		c.instances.Delete(base)
+		return
+	}
+	c.instances.Store(base, instanceID(id))
+}
+
+// instanceID keeps an instance id to 64 letters, digits, '.', '_' and '-'
+// (others become '_'), so it can neither hide in nor break a scope key.
+func instanceID(id string) string {
+	b := []byte(id[:min(len(id), 64)])
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// simInstance returns the simulator instance last seen answering on base,
+// "" when none.
+func (c *Client) simInstance(base string) string {
+	if v, ok := c.instances.Load(base); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // MaxRedirects is how many redirects the default HTTP client follows.
@@ -160,24 +225,33 @@ var errGraceOver = errors.New("usage grace over")
 // watchdog runs the attempt's timers; each cancels the attempt's context
 // with its own cause.
 //
-// The stall timer is never stopped or reset from outside: touch and resume
-// only note the time of the last sign of life, and the timer, when it
-// fires, checks that time and either cancels (the wire really was silent
-// for StallTimeout), re-arms itself for the rest, or (while the caller's
-// onText holds the reader) leaves resume to re-arm it. No interleaving of a
-// firing with a touch, a pause or a resume can lose the timeout.
+// The two idle timers (stall: silence on the wire; progress: no model
+// output) are never stopped or reset from outside: touch, progressed and
+// resume only note the time of the last sign of life, and the timer, when
+// it fires, checks that time and either cancels (the wire really was
+// silent, or the model really was, for its timeout), re-arms itself for the
+// rest, or (while the caller's onText holds the reader) leaves resume to
+// re-arm it. No interleaving of a firing with a touch, a pause or a resume
+// can lose the timeout.
 type watchdog struct {
 	cancel context.CancelCauseFunc
 	o      Options
 
 	mu                   sync.Mutex
 	header, first, grace *time.Timer
-	stall                *time.Timer
-	stallCause           error
-	last                 time.Time // the last byte on the wire, or the end of a pause
-	paused               bool      // onText is running: not silence on the wire
-	stallDue             bool      // the stall timer fired while paused
+	stall, progress      idleTimer
+	paused               bool // onText is running: not silence on the wire
 	stopped              bool
+}
+
+// idleTimer fires d after the last sign of life it was told of.
+type idleTimer struct {
+	d     time.Duration
+	t     *time.Timer
+	cause *timeoutCause
+	last  time.Time // the last sign of life, or the end of a pause
+	due   bool      // it fired while paused
+	off   bool      // disarmed for good
 }
 
 func (w *watchdog) arm(t **time.Timer, d time.Duration, cause error) {
@@ -197,44 +271,65 @@ func (w *watchdog) disarm(t **time.Timer) {
 	}
 }
 
-// armStall starts the stall timer: from now on, StallTimeout of silence
+// armIdle starts an idle timer: from now on, d without a sign of life
 // cancels the attempt with cause.
-func (w *watchdog) armStall(cause error) {
+func (w *watchdog) armIdle(it *idleTimer, d time.Duration, cause *timeoutCause) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped || w.o.StallTimeout <= 0 || w.stall != nil {
+	if w.stopped || d <= 0 || it.t != nil || it.off {
 		return
 	}
-	w.last, w.stallCause = time.Now(), cause
-	w.stall = time.AfterFunc(w.o.StallTimeout, w.stallFired)
+	it.d, it.last, it.cause = d, time.Now(), cause
+	it.t = time.AfterFunc(d, func() { w.idleFired(it) })
 }
 
-func (w *watchdog) stallFired() {
+func (w *watchdog) idleFired(it *idleTimer) {
 	w.mu.Lock()
-	if w.stopped {
+	if w.stopped || it.off {
 		w.mu.Unlock()
 		return
 	}
 	if w.paused {
-		w.stallDue = true
+		it.due = true
 		w.mu.Unlock()
 		return
 	}
-	if left := w.o.StallTimeout - time.Since(w.last); left > 0 {
-		w.stall.Reset(left)
+	if left := it.d - time.Since(it.last); left > 0 {
+		it.t.Reset(left)
 		w.mu.Unlock()
 		return
 	}
-	cause := w.stallCause
+	cause := it.cause
 	w.mu.Unlock()
 	w.cancel(cause)
+}
+
+// disarmIdle stops an idle timer for good.
+func (w *watchdog) disarmIdle(it *idleTimer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it.off = true
+	if it.t != nil {
+		it.t.Stop()
+	}
 }
 
 // touch notes a sign of life: bytes arrived.
 func (w *watchdog) touch() {
 	w.mu.Lock()
-	w.last = time.Now()
+	w.stall.last = time.Now()
 	w.mu.Unlock()
+}
+
+// progressed notes model output; the first arms the no-progress timer.
+func (w *watchdog) progressed(cause *timeoutCause) {
+	w.mu.Lock()
+	armed := w.progress.t != nil
+	w.progress.last = time.Now()
+	w.mu.Unlock()
+	if !armed {
+		w.armIdle(&w.progress, w.o.NoProgressTimeout, cause)
+	}
 }
 
 // pause stops counting silence while the caller's onText runs.
@@ -248,18 +343,36 @@ func (w *watchdog) pause() {
 func (w *watchdog) resume() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.paused, w.last = false, time.Now()
-	if w.stallDue && !w.stopped {
-		w.stallDue = false
-		w.stall.Reset(w.o.StallTimeout)
+	w.paused = false
+	now := time.Now()
+	for _, it := range []*idleTimer{&w.stall, &w.progress} {
+		it.last = now
+		if it.due && !w.stopped && !it.off {
+			it.due = false
+			it.t.Reset(it.d)
+		}
 	}
+}
+
+// overdue returns the cause of an idle timer that is within raceSlack of
+// firing (or past it), nil if none: a stream the server ends now ended
+// because it stalled.
+func (w *watchdog) overdue() *timeoutCause {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, it := range []*idleTimer{&w.stall, &w.progress} {
+		if it.t != nil && !it.off && time.Since(it.last) >= it.d-raceSlack(it.d) {
+			return it.cause
+		}
+	}
+	return nil
 }
 
 func (w *watchdog) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true
-	for _, t := range []*time.Timer{w.header, w.first, w.stall, w.grace} {
+	for _, t := range []*time.Timer{w.header, w.first, w.stall.t, w.progress.t, w.grace} {
 		if t != nil {
 			t.Stop()
 		}
@@ -297,6 +410,26 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// capReader ends a decoded body that passes limit bytes with
+// errStreamTooBig.
+type capReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n >= c.limit {
+		return 0, errStreamTooBig
+	}
+	if int64(len(p)) > c.limit-c.n {
+		p = p[:c.limit-c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // headReader keeps the first bytes of a (decoded) body for a snippet.
 type headReader struct {
 	r    io.Reader
@@ -313,17 +446,28 @@ func (h *headReader) Read(p []byte) (int, error) {
 
 // attempt is the state of one Do call.
 type attempt struct {
-	c        *Client
-	o        Options
-	provider string
-	dialect  Dialect
-	parent   context.Context
-	ctx      context.Context
-	wd       *watchdog
-	start    time.Time
-	res      Result
-	onText   func(string)
-	red      redactor
+	c      *Client
+	o      Options
+	p      ProviderInfo // the provider's row, resolved once
+	d      *dialectSpec // its dialect
+	parent context.Context
+	ctx    context.Context
+	wd     *watchdog
+	start  time.Time
+	res    Result
+	onText func(string) // the caller's (may be nil); gets deltas with the key scrubbed
+	red    redactor
+}
+
+// emitText hands a scrubbed delta to the caller, pausing the idle timers
+// (time in onText is not silence on the wire).
+func (a *attempt) emitText(s string) {
+	if s == "" || a.onText == nil {
+		return
+	}
+	a.wd.pause()
+	a.onText(s)
+	a.wd.resume()
 }
 
 // Do sends req to ep and reads the answer to its end, calling onText (which
@@ -337,12 +481,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 		ctx = context.Background()
 	}
 	red := newRedactor(ep.Key)
-	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red}
-	a.onText = func(s string) {
-		if onText != nil && s != "" {
-			onText(red.text(s))
-		}
-	}
+	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText}
 	res := a.run(ep, req)
 	return red.scrub(res)
 }
@@ -362,11 +501,16 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	if err := a.parent.Err(); err != nil {
 		return a.fail(&Error{Class: ClassCancelled, Message: "cancelled before sending", Err: err})
 	}
-	a.provider = ep.Provider
-	if a.provider == "" {
-		a.provider = req.Target.Provider
+	name := ep.Provider
+	if name == "" {
+		name = req.Target.Provider
 	}
-	a.dialect = dialectOf(a.provider)
+	p, ok := lookupProvider(name)
+	if !ok {
+		err := fmt.Errorf("unknown provider %q", name)
+		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
+	}
+	a.p, a.d = p, p.spec()
 
 	ctx, cancel := context.WithCancelCause(a.parent)
 	defer cancel(nil)
@@ -374,7 +518,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.wd = &watchdog{cancel: cancel, o: a.o}
 	defer a.wd.stop()
 
-	hreq, err := BuildRequest(ctx, ep, req)
+	hreq, err := buildRequest(ctx, &a.p, ep, req)
 	if err != nil {
 		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
 	}
@@ -395,11 +539,12 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	stopClose := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stopClose()
 
+	a.c.noteInstance(ep.BaseURL, resp.Header)
 	a.res.Status = resp.StatusCode
-	a.res.RequestID = requestID(resp.Header, ErrorBody{})
-	a.res.Limits = ParseLimits(a.provider, resp.Header, a.c.now())
+	a.res.RequestID = requestID(&a.p, resp.Header, ErrorBody{})
+	a.res.Limits = parseLimits(&a.p, resp.Header, a.c.now())
 
-	a.wd.armStall(&timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
+	a.wd.armIdle(&a.wd.stall, a.o.StallTimeout, &timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
 	wire := &wireReader{r: resp.Body, touch: a.wd.touch}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -448,7 +593,7 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 		if e := a.readCause(derr); e != nil && e.Class == ClassCancelled {
 			return a.fail(e)
 		}
-		e := ParseError(a.provider, resp.StatusCode, resp.Header, nil, a.c.now())
+		e := parseError(&a.p, resp.StatusCode, resp.Header, nil, a.c.now())
 		e.Message = fmt.Sprintf("HTTP %d; %v", resp.StatusCode, derr)
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize)
 		e.Snippet = snippet(wire.head)
@@ -461,7 +606,7 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 		}
 		// A cut or slow error body still has a status to classify by.
 	}
-	e := ParseError(a.provider, resp.StatusCode, resp.Header, data, a.c.now())
+	e := parseError(&a.p, resp.StatusCode, resp.Header, data, a.c.now())
 	switch {
 	case tooBig:
 		e.Message = fmt.Sprintf("error body larger than MaxBodySize (%d bytes); not read", a.o.MaxBodySize)
@@ -493,7 +638,7 @@ func decodeBody(resp *http.Response, wire io.Reader) (io.Reader, string, error) 
 		}
 		return &gzipErrReader{zr}, enc, nil
 	}
-	return nil, enc, fmt.Errorf("unsupported Content-Encoding %q", sanitize(enc, 64))
+	return nil, enc, fmt.Errorf("unsupported Content-Encoding %q", sanitize.Truncate(enc, 64))
 }
 
 // errUndecodable marks a body whose bytes could not be decoded.
@@ -549,6 +694,9 @@ func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 		_, _ = io.CopyN(io.Discard, wire, SnippetSize) // for the snippet
 		return a.fail(&Error{Class: ClassServer, Message: derr.Error(), Snippet: snippet(wire.head), Err: derr})
 	}
+	// Every cap counts decoded bytes: the decompressing reader sits inside
+	// this one.
+	body = &capReader{r: body, limit: a.o.MaxStreamSize}
 	head := &headReader{r: body}
 	mt := mediaType(resp.Header)
 	var r io.Reader = head
@@ -567,12 +715,12 @@ func (a *attempt) stream(resp *http.Response, wire *wireReader) Result {
 		switch {
 		case first == '<':
 			return a.notStream(br, "an HTML page came back where an SSE stream was expected (a proxy, a captive portal or a wrong base URL?)")
-		case a.dialect != DialectGemini && (first == '{' || first == '['):
+		case !a.d.bareJSON && (first == '{' || first == '['):
 			return a.jsonInsteadOfStream(br, head)
 		}
 		r = br
 	}
-	if a.dialect == DialectGemini {
+	if a.d.bareJSON {
 		r = newGeminiBareReader(r)
 	}
 	return a.readEvents(r, wire, head)
@@ -596,7 +744,7 @@ func (a *attempt) jsonInsteadOfStream(r io.Reader, head *headReader) Result {
 	}
 	b := ParseErrorBody(data)
 	if !tooBig && b.Found {
-		e := buildError(a.provider, b.impliedStatus(), b, nil, a.c.now())
+		e := buildError(&a.p, b.impliedStatus(), b, nil, a.c.now())
 		e.Snippet = snippet(data)
 		if e.RequestID != "" {
 			a.res.RequestID = e.RequestID
@@ -622,9 +770,12 @@ func (a *attempt) cutError(err error, wire *wireReader) *Error {
 
 // readEvents decodes the SSE stream with the dialect until its end signal.
 func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Result {
-	dec := newDecoder(a.dialect)
+	dec := a.d.newDecoder()
+	deltas := a.red.deltas()
+	noProgress := &timeoutCause{"no model output within the no-progress timeout", a.o.NoProgressTimeout}
 	var (
 		text       strings.Builder
+		truncated  bool
 		finished   bool
 		recognized bool
 		gotContent bool
@@ -643,11 +794,13 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			a.res.TTFT = a.c.now().Sub(a.start)
 			a.wd.disarm(&a.wd.first)
 		}
+		if s.progress && !finished {
+			a.wd.progressed(noProgress)
+		}
 		if s.text != "" {
-			text.WriteString(s.text)
-			a.wd.pause() // time in onText is not silence on the wire
-			a.onText(s.text)
-			a.wd.resume()
+			out := deltas.Text(s.text)
+			truncated = keep(&text, out, a.o.MaxPartialText) || truncated
+			a.emitText(out)
 		}
 		if s.err != nil {
 			midErr = s.err
@@ -656,6 +809,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		if s.finished && !finished {
 			finished = true
 			a.wd.disarm(&a.wd.first)
+			a.wd.disarmIdle(&a.wd.progress)
 			if a.o.UsageGrace < 0 {
 				break
 			}
@@ -665,8 +819,13 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			break
 		}
 	}
+	if out := deltas.Flush(); out != "" {
+		truncated = keep(&text, out, a.o.MaxPartialText) || truncated
+		a.emitText(out)
+	}
 	st := dec.state()
 	a.res.Text = text.String()
+	a.res.TextTruncated = truncated
 	a.res.FinishReason = st.finish
 	a.res.Usage = st.usage
 	a.res.Model = st.model
@@ -676,7 +835,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 
 	switch {
 	case midErr != nil:
-		e := buildError(a.provider, midErr.impliedStatus(), *midErr, nil, a.c.now())
+		e := buildError(&a.p, midErr.impliedStatus(), *midErr, nil, a.c.now())
 		e.Status = a.res.Status
 		e.MidStream = true
 		if e.Message == "" {
@@ -693,35 +852,53 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			return a.fail(e)
 		}
 		if errors.Is(readErr, bufio.ErrTooLong) {
-			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
+			return a.fail(&Error{Class: ClassServer, MidStream: true, Oversize: true, Err: readErr,
 				Message: fmt.Sprintf("an SSE event was larger than MaxEventSize (%d bytes)", a.o.MaxEventSize)})
 		}
 		if errors.Is(readErr, errStreamTooBig) {
-			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
-				Message: fmt.Sprintf("the stream passed MaxStreamSize (%d bytes) without ending", a.o.MaxStreamSize)})
+			return a.fail(&Error{Class: ClassServer, MidStream: true, Oversize: true, Err: readErr,
+				Message: fmt.Sprintf("the stream passed MaxStreamSize (%d bytes) of decoded data without ending", a.o.MaxStreamSize)})
+		}
+		if tc := a.wd.overdue(); tc != nil && !errors.Is(readErr, errUndecodable) {
+			return a.fail(&Error{Class: ClassTimeout, MidStream: true, Message: tc.Error(), Err: readErr})
 		}
 		if errors.Is(readErr, errUndecodable) {
 			return a.fail(&Error{Class: ClassServer, MidStream: true, Err: readErr,
 				Message: a.red.text(readErr.Error()), Snippet: snippet(wire.head)})
 		}
 		return a.fail(a.cutError(readErr, wire))
+	}
+	if tc := a.wd.overdue(); tc != nil {
+		// The server closed the stream as it stalled: the same end as the
+		// timer's.
+		return a.fail(&Error{Class: ClassTimeout, MidStream: true, Message: tc.Error()})
+	}
+	switch {
 	case !recognized && len(head.head) > 0:
 		return a.fail(&Error{Class: ClassServer, Snippet: snippet(head.head),
-			Message: fmt.Sprintf("the body is not an SSE stream in the %s format", a.dialect)})
+			Message: fmt.Sprintf("the body is not an SSE stream in the %s format", a.d.name)})
 	case !recognized:
 		return a.fail(&Error{Class: ClassConnection, MidStream: true,
 			Message: "the stream ended before any event"})
 	}
 	return a.fail(&Error{Class: ClassConnection, MidStream: true,
-		Message: fmt.Sprintf("the stream ended before its end signal (%s)", endSignal(a.dialect))})
+		Message: fmt.Sprintf("the stream ended before its end signal (%s)", a.d.endSignal)})
 }
 
-func endSignal(d Dialect) string {
-	switch d {
-	case DialectAnthropic:
-		return "message_stop"
-	case DialectGemini:
-		return "finishReason"
+// keep appends s to text up to max bytes in all (max < 0: no cap), cut on
+// a rune boundary; it reports whether anything was left out.
+func keep(text *strings.Builder, s string, max int) bool {
+	if max < 0 || text.Len()+len(s) <= max {
+		text.WriteString(s)
+		return false
 	}
-	return "finish_reason"
+	room := max - text.Len()
+	if room <= 0 {
+		return s != ""
+	}
+	for room > 0 && !utf8.RuneStart(s[room]) {
+		room--
+	}
+	text.WriteString(s[:room])
+	return true
 }

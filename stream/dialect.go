@@ -5,11 +5,70 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"net/http"
 	"net/url"
 	"strings"
-	_ "time/tzdata" // Gemini's daily quota resets at midnight Pacific, on any machine
+	"time"
+	"unicode/utf8"
 )
+
+// A dialect is one wire format, written once in its own file (openai.go,
+// anthropic.go, gemini.go) and selected by the provider table's Dialect
+// column. Everything that differs between wire formats is a field here;
+// everything that differs between providers of one format is a column of
+// the provider table (providers.go). Adding a dialect is one file that
+// defines its dialectSpec, plus its entry in dialects and its constant.
+type dialectSpec struct {
+	name Dialect
+	// request sets u's path and query and returns the JSON body and the
+	// auth headers of a streaming request for req (maxTokens already
+	// defaulted; key empty when there is none).
+	request func(u *url.URL, p *ProviderInfo, req Request, maxTokens int, key string) (map[string]any, http.Header)
+	// newDecoder returns a decoder of the dialect's SSE events.
+	newDecoder func() decoder
+	// codeOrder lists an error body's codes, most specific first.
+	codeOrder func(b ErrorBody) []string
+	// endSignal names the event that ends a complete stream, for messages.
+	endSignal string
+	// bareJSON: the stream may carry JSON objects outside data: lines
+	// (read through geminiBareReader), so a body starting with '{' is not
+	// taken for a JSON answer sent instead of a stream.
+	bareJSON bool
+	// limits reads the dialect's rate-limit headers (nil: it sends none).
+	limits func(p *ProviderInfo, h http.Header, now time.Time) *Limits
+	// requestIDHeader is the response header the dialect's servers put the
+	// request id in ("" when they send none).
+	requestIDHeader string
+	// class-table rows that hold for this dialect only; see classify.
+	contextTooLongOn500 bool // a 500 whose message says the context is too long is the caller's (Gemini)
+	deadlineIsCaller    bool // DEADLINE_EXCEEDED on 504 (or in a stream) is the caller's: the request is too big for the deadline (Gemini)
+	// dailyReset says when a per-day quota ends (nil: after the server's
+	// delay, when it gave one).
+	dailyReset func(now time.Time) time.Time
+}
+
+// dialects maps each Dialect to its spec; it is never written after init.
+var dialects = map[Dialect]*dialectSpec{
+	DialectOpenAI:    openaiDialect,
+	DialectAnthropic: anthropicDialect,
+	DialectGemini:    geminiDialect,
+}
+
+// spec returns the provider's dialect (OpenAI-compatible when the table
+// names none it knows).
+func (p *ProviderInfo) spec() *dialectSpec {
+	if d, ok := dialects[p.Dialect]; ok {
+		return d
+	}
+	return dialects[DialectOpenAI]
+}
+
+// newDecoder returns a decoder for dialect d.
+func newDecoder(d Dialect) decoder {
+	p := ProviderInfo{Dialect: d}
+	return p.spec().newDecoder()
+}
 
 // DefaultMaxTokens is the token cap sent when Request.MaxTokens is not set
 // (Anthropic requires one).
@@ -30,6 +89,10 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q", provider)
 	}
+	return buildRequest(ctx, &info, ep, req)
+}
+
+func buildRequest(ctx context.Context, info *ProviderInfo, ep Endpoint, req Request) (*http.Request, error) {
 	base := ep.BaseURL
 	if base == "" {
 		base = info.DefaultBaseURL
@@ -41,60 +104,12 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("%s base URL %q: want http(s)://host[/path]", info.Name, RedactURL(base))
 	}
-	model := req.Target.Model
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	path := strings.TrimRight(u.Path, "/")
-	body := map[string]any{}
-	h := http.Header{}
-	switch info.Dialect {
-	case DialectOpenAI:
-		path += "/chat/completions"
-		body["model"] = model
-		body["messages"] = openAIMessages(req)
-		body["stream"] = true
-		addSampling(body, info.Dialect, req.Sampling)
-		// Mistral rejects stream_options with a 422 (extra_forbidden) and
-		// sends usage on its last chunk anyway.
-		if info.Name != "mistral" {
-			body["stream_options"] = map[string]any{"include_usage": true}
-		}
-		if info.Name == "openai" {
-			body["max_completion_tokens"] = maxTokens
-		} else {
-			body["max_tokens"] = maxTokens
-		}
-		if k := ep.Key.Reveal(); k != "" {
-			h.Set("Authorization", "Bearer "+k)
-		}
-	case DialectAnthropic:
-		path += "/v1/messages"
-		body["model"] = model
-		body["messages"] = anthropicMessages(req)
-		body["max_tokens"] = maxTokens
-		body["stream"] = true
-		if req.System != "" {
-			body["system"] = req.System
-		}
-		addSampling(body, info.Dialect, req.Sampling)
-		h.Set("Anthropic-Version", "2023-06-01")
-		if k := ep.Key.Reveal(); k != "" {
-			h.Set("X-Api-Key", k)
-		}
-	case DialectGemini:
-		m := strings.TrimPrefix(model, "models/")
-		path += "/v1beta/models/" + m + ":streamGenerateContent" // u.String() escapes it
-		q := u.Query()
-		q.Set("alt", "sse")
-		u.RawQuery = q.Encode()
-		geminiBody(body, req, maxTokens)
-		if k := ep.Key.Reveal(); k != "" {
-			h.Set("X-Goog-Api-Key", k)
-		}
-	}
-	u.Path = path
+	u.Path = strings.TrimRight(u.Path, "/")
+	body, h := info.spec().request(u, info, req, maxTokens, ep.Key.Reveal())
 	u.RawPath = ""
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -127,6 +142,13 @@ type step struct {
 }
 
 // decoder turns one dialect's SSE events into steps, keeping what it learnt.
+// Each dialect has two paths: a fast one (one json.Unmarshal of the common
+// event into a small struct) and the map path (a map per nesting level),
+// which stays the reference: the fast path gives the same step for every
+// event it accepts and hands the others to the map path. One known
+// difference: encoding/json matches struct fields case-insensitively, so an
+// event spelling a key "Model" or "TEXT" is read by the fast path where the
+// map path would ignore it; no provider does.
 type decoder interface {
 	handle(typ, data string) step
 	state() *decoded
@@ -141,16 +163,6 @@ type decoded struct {
 }
 
 func (d *decoded) state() *decoded { return d }
-
-func newDecoder(d Dialect) decoder {
-	switch d {
-	case DialectAnthropic:
-		return &anthropicDecoder{}
-	case DialectGemini:
-		return &geminiDecoder{}
-	}
-	return &openaiDecoder{}
-}
 
 // obj decodes data as a JSON object, or returns nil.
 func obj(data string) map[string]json.RawMessage {
@@ -197,219 +209,55 @@ func jsonArray(raw json.RawMessage) []map[string]json.RawMessage {
 	return out
 }
 
+// fastInt is jsonInt for a number already decoded (nil: absent or null).
+func fastInt(f *float64) (int, bool) {
+	if f == nil || *f < 0 || *f > 1e15 {
+		return 0, false
+	}
+	return int(*f), true
+}
+
+func fastString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// fastText is a JSON value decoded as a string in one pass when it is a
+// plain one (no escapes: the common text delta), else kept raw for the
+// dialect's own reading.
+type fastText struct {
+	s   string
+	raw json.RawMessage
+	str bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *fastText) UnmarshalJSON(b []byte) error {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			t.s, t.str = string(inner), true
+			return nil
+		}
+	}
+	t.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// text returns the string, or what read makes of the raw value.
+func (t *fastText) text(read func(json.RawMessage) string) string {
+	if t.str {
+		return t.s
+	}
+	return read(t.raw)
+}
+
 func errorStep(data string) step {
 	b := ParseErrorBody([]byte(data))
 	if !b.Found {
 		b.Found = true
-		b.Message = sanitize(strings.TrimSpace(data), maxMessage)
+		b.Message = sanitize.Truncate(strings.TrimSpace(data), maxMessage)
 	}
 	return step{err: &b, recognize: true}
-}
-
-// openaiDecoder reads Chat Completions chunks (OpenAI and every compatible
-// API): text in choices[].delta.content, finish_reason, a usage chunk with
-// empty choices after it, and data: [DONE].
-type openaiDecoder struct{ decoded }
-
-func (d *openaiDecoder) handleMap(typ, data string) step {
-	trimmed := strings.TrimSpace(data)
-	if strings.HasPrefix(trimmed, "[DONE]") {
-		return step{done: true, finished: d.finish != "", recognize: true}
-	}
-	if typ == "error" {
-		return errorStep(data)
-	}
-	m := obj(trimmed)
-	if m == nil {
-		return step{}
-	}
-	if raw, ok := m["error"]; ok && !isNull(raw) {
-		return errorStep(trimmed)
-	}
-	var s step
-	s.recognize = true
-	if d.model == "" {
-		d.model = jsonString(m["model"])
-	}
-	u := obj(string(m["usage"]))
-	if xg := obj(string(m["x_groq"])); xg != nil {
-		// Groq's own envelope: an id and, on the last chunk, usage.
-		if u == nil {
-			u = obj(string(xg["usage"]))
-		}
-		if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
-			d.requestID = id
-		}
-	}
-	if u != nil {
-		in, okIn := jsonInt(u["prompt_tokens"])
-		out, okOut := jsonInt(u["completion_tokens"])
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
-	}
-	for _, c := range jsonArray(m["choices"]) {
-		if idx, ok := jsonInt(c["index"]); ok && idx != 0 {
-			continue
-		}
-		delta := obj(string(c["delta"]))
-		if delta != nil {
-			if t := contentText(delta["content"]); t != "" {
-				s.text += t
-				s.progress = true
-			}
-			for _, k := range []string{"reasoning_content", "reasoning", "refusal", "tool_calls"} {
-				if !isNull(delta[k]) {
-					s.progress = true
-				}
-			}
-		}
-		if fr := jsonString(c["finish_reason"]); fr != "" {
-			d.finish = fr
-			s.finished = true
-		}
-	}
-	return s
-}
-
-// contentText reads a delta's content: a string, or (Mistral) a list of
-// typed parts whose text parts are joined.
-func contentText(raw json.RawMessage) string {
-	if isNull(raw) {
-		return ""
-	}
-	if s := jsonString(raw); s != "" {
-		return s
-	}
-	var b strings.Builder
-	for _, p := range jsonArray(raw) {
-		if t := jsonString(p["type"]); t == "" || t == "text" {
-			b.WriteString(jsonString(p["text"]))
-		}
-	}
-	return b.String()
-}
-
-// anthropicDecoder reads Messages events: message_start, content_block_*,
-// message_delta, message_stop, ping and error.
-type anthropicDecoder struct{ decoded }
-
-func (d *anthropicDecoder) handleMap(typ, data string) step {
-	m := obj(data)
-	if typ == "" && m != nil {
-		typ = jsonString(m["type"])
-	}
-	switch typ {
-	case "error":
-		return errorStep(data)
-	case "message_stop":
-		return step{finished: true, done: true, recognize: true}
-	case "ping", "content_block_start", "content_block_stop":
-		return step{recognize: true}
-	}
-	if m == nil {
-		return step{}
-	}
-	s := step{recognize: true}
-	switch typ {
-	case "message_start":
-		msg := obj(string(m["message"]))
-		if msg == nil {
-			break
-		}
-		if d.model == "" {
-			d.model = jsonString(msg["model"])
-		}
-		if u := obj(string(msg["usage"])); u != nil {
-			in, _ := jsonInt(u["input_tokens"])
-			out, _ := jsonInt(u["output_tokens"])
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
-	case "content_block_delta":
-		delta := obj(string(m["delta"]))
-		if delta == nil {
-			break
-		}
-		switch jsonString(delta["type"]) {
-		case "text_delta", "":
-			if t := jsonString(delta["text"]); t != "" {
-				s.text, s.progress = t, true
-			}
-		default: // thinking, signatures, tool input: content, not text
-			s.progress = true
-		}
-	case "message_delta":
-		if delta := obj(string(m["delta"])); delta != nil {
-			if sr := jsonString(delta["stop_reason"]); sr != "" {
-				d.finish = sr
-			}
-		}
-		if u := obj(string(m["usage"])); u != nil {
-			if d.usage == nil {
-				d.usage = &Usage{}
-			}
-			if out, ok := jsonInt(u["output_tokens"]); ok {
-				d.usage.OutputTokens = out
-			}
-			if in, ok := jsonInt(u["input_tokens"]); ok && in > 0 {
-				d.usage.InputTokens = in
-			}
-		}
-	}
-	return s
-}
-
-// geminiDecoder reads streamGenerateContent chunks: candidates[0].content.
-// parts[].text, finishReason, usageMetadata and modelVersion, and an error
-// object on a data: line or (see geminiBareReader) on its own.
-type geminiDecoder struct{ decoded }
-
-func (d *geminiDecoder) handleMap(_, data string) step {
-	m := obj(strings.TrimSpace(data))
-	if m == nil {
-		return step{}
-	}
-	if raw, ok := m["error"]; ok && !isNull(raw) {
-		return errorStep(data)
-	}
-	s := step{recognize: true}
-	if v := jsonString(m["modelVersion"]); v != "" && d.model == "" {
-		d.model = v
-	}
-	if u := obj(string(m["usageMetadata"])); u != nil {
-		in, okIn := jsonInt(u["promptTokenCount"])
-		out, okOut := jsonInt(u["candidatesTokenCount"])
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
-	}
-	cands := jsonArray(m["candidates"])
-	for i, c := range cands {
-		if idx, ok := jsonInt(c["index"]); (ok && idx != 0) || (!ok && i > 0) {
-			continue
-		}
-		for _, p := range jsonArray(field(c, "content", "parts")) {
-			if string(p["thought"]) == "true" {
-				s.progress = true
-				continue
-			}
-			if t := jsonString(p["text"]); t != "" {
-				s.text += t
-				s.progress = true
-			} else if len(p) > 0 {
-				s.progress = true
-			}
-		}
-		if fr := jsonString(c["finishReason"]); fr != "" {
-			d.finish = fr
-			s.finished = true
-		}
-	}
-	if len(cands) == 0 {
-		if br := jsonString(field(m, "promptFeedback", "blockReason")); br != "" {
-			d.finish = br
-			s.finished = true
-		}
-	}
-	return s
 }

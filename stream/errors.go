@@ -3,9 +3,8 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -103,7 +102,7 @@ func jsonText(raw json.RawMessage) string {
 	if json.Compact(&c, raw) != nil {
 		return ""
 	}
-	return sanitize(c.String(), maxMessage)
+	return sanitize.Truncate(c.String(), maxMessage)
 }
 
 // jsonCode reads a code that may be a string or a number.
@@ -156,32 +155,21 @@ func parseDetails(b *ErrorBody, raw json.RawMessage) {
 	}
 }
 
-// ProviderCode returns the provider's most specific code: Anthropic
-// error.details.error_code else error.type; Gemini error.status; the others
-// error.code else error.type.
+// ProviderCode returns the provider's most specific code, in its dialect's
+// order: Anthropic error.details.error_code else error.type; Gemini
+// error.status; the others error.code else error.type.
 func (b ErrorBody) ProviderCode(provider string) string {
-	var order []string
-	switch dialectOf(provider) {
-	case DialectAnthropic:
-		order = []string{b.DetailCode, b.Type, b.Code}
-	case DialectGemini:
-		order = []string{b.Status, b.Code, b.Type}
-	default:
-		order = []string{b.Code, b.Type, b.Status}
-	}
-	for _, c := range order {
+	p := providerRow(provider)
+	return b.providerCode(&p)
+}
+
+func (b ErrorBody) providerCode(p *ProviderInfo) string {
+	for _, c := range p.spec().codeOrder(b) {
 		if c != "" {
 			return c
 		}
 	}
 	return ""
-}
-
-func dialectOf(provider string) Dialect {
-	if p, ok := lookupProvider(provider); ok {
-		return p.Dialect
-	}
-	return DialectOpenAI
 }
 
 // impliedStatus is the HTTP status an error inside a 200 stream stands for,
@@ -221,176 +209,17 @@ func (b ErrorBody) impliedStatus() int {
 	return 0
 }
 
-var quotaCodes = map[string]bool{
-	"insufficient_quota":                true,
-	"credit_balance_exhausted":          true,
-	"organization_spend_limit_exceeded": true,
-	"project_spend_limit_exceeded":      true,
-	"organization_usage_limit_exceeded": true,
-	"billing_hard_limit_reached":        true,
-}
-
-var (
-	contextTooLongRE = regexp.MustCompile(`(?i)(input context is too long|context (?:is )?too long|prompt is too long|exceeds the maximum number of tokens|maximum context length|context window)`)
-	regainRE         = regexp.MustCompile(`(?i)regain access on (\d{4}-\d{2}-\d{2})(?: at (\d{1,2}):(\d{2}))? UTC`)
-	perDayMsgRE      = regexp.MustCompile(`(?i)(?:tokens|requests) per day|\((?:TPD|RPD)\)`)
-)
-
-// verdict is what the classes table says about one error.
-type verdict struct {
-	class         Class
-	modelSpecific bool
-	scope         Scope
-	perDay        bool // a per-day quota (its reset is the day's)
-	spendCap      bool // Anthropic's tier spend cap (resets on the 1st)
-}
-
-// classify applies the classes table of the engine issue (first matching row
-// wins) to an error of the given HTTP status (for an error inside a 200
-// stream, the status its body implies; 0 when unknown).
-func classify(provider string, status int, b ErrorBody) verdict {
-	code, typ := strings.ToLower(b.Code), strings.ToLower(b.Type)
-	msg := b.Message
-	d := dialectOf(provider)
-
-	// quota: a person must act.
-	switch {
-	case quotaCodes[code] || quotaCodes[typ]:
-		return verdict{class: ClassQuota, scope: ScopeAccount}
-	case b.DetailCode == "enforced_spend_limit_reached":
-		return verdict{class: ClassQuota, scope: ScopeAccount, spendCap: true}
-	case (status == 400 || status == 429) &&
-		(strings.HasPrefix(msg, "You have reached your specified API usage limits") ||
-			strings.HasPrefix(msg, "You have reached your specified workspace API usage limits") ||
-			strings.HasPrefix(msg, "You have reached your API usage limits")):
-		return verdict{class: ClassQuota, scope: ScopeAccount}
-	case status == 400 && strings.Contains(strings.ToLower(msg), "credit balance is too low"):
-		return verdict{class: ClassQuota, scope: ScopeAccount}
-	case status == 402:
-		return verdict{class: ClassQuota, scope: ScopeAccount}
-	}
-	for _, id := range b.QuotaIDs {
-		if strings.Contains(id, "PerDay") {
-			return verdict{class: ClassQuota, scope: ScopeTarget, perDay: true}
-		}
-	}
-	if perDayMsgRE.MatchString(msg) && (status == 429 || status == 413 || status == 0) {
-		return verdict{class: ClassQuota, scope: ScopeTarget, perDay: true}
-	}
-	if lm := strings.ToLower(msg); strings.Contains(lm, "used all available credits") ||
-		strings.Contains(lm, "reached its monthly spending limit") {
-		return verdict{class: ClassQuota, scope: ScopeAccount}
-	}
-
-	// caller, model-specific: another model may take it.
-	switch {
-	case code == "context_length_exceeded" || typ == "context_length_exceeded":
-		return verdict{class: ClassCaller, modelSpecific: true}
-	case (status == 429 || status == 413) && strings.HasPrefix(strings.TrimSpace(msg), "Request too large"):
-		return verdict{class: ClassCaller, modelSpecific: true}
-	case status == 400 && contextTooLongRE.MatchString(msg):
-		return verdict{class: ClassCaller, modelSpecific: true}
-	case status == 500 && d == DialectGemini && contextTooLongRE.MatchString(msg):
-		return verdict{class: ClassCaller, modelSpecific: true}
-	}
-
-	// caller: fix the request.
-	switch status {
-	case 400, 401, 403, 404, 413, 422:
-		return verdict{class: ClassCaller}
-	}
-	if d == DialectGemini && (status == 504 || status == 0) && strings.EqualFold(b.Status, "DEADLINE_EXCEEDED") {
-		return verdict{class: ClassCaller}
-	}
-
-	switch {
-	case status == 429:
-		return verdict{class: ClassRateLimit}
-	case status == 503 || status == 529 || status == 498:
-		return verdict{class: ClassOverload}
-	case status == 500 || status == 502 || status == 504 || status == 408 || status == 409:
-		return verdict{class: ClassServer}
-	case status >= 400 && status < 500:
-		return verdict{class: ClassCaller}
-	}
-	return verdict{class: ClassServer}
-}
-
-// quotaReset says when a quota stop ends, when the provider said so: the
-// message's "You will regain access on 2026-09-01 at 00:00 UTC"; Anthropic's
-// tier spend cap at 00:00 UTC on the 1st of next month; Gemini's daily quota
-// at the next midnight in America/Los_Angeles; another per-day limit after
-// the server's delay. Zero when unknown.
-func quotaReset(v verdict, provider string, b ErrorBody, delay time.Duration, now time.Time) time.Time {
-	if m := regainRE.FindStringSubmatch(b.Message); m != nil {
-		if t, err := time.Parse("2006-01-02", m[1]); err == nil {
-			if m[2] != "" {
-				h, _ := strconv.Atoi(m[2])
-				mi, _ := strconv.Atoi(m[3])
-				if h < 24 && mi < 60 {
-					t = t.Add(time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute)
-				}
-			}
-			return t
-		}
-	}
-	switch {
-	case v.spendCap:
-		return FirstOfNextMonthUTC(now)
-	case v.perDay && dialectOf(provider) == DialectGemini:
-		return NextPacificMidnight(now)
-	case v.perDay && delay > 0:
-		return now.Add(delay)
-	}
-	return time.Time{}
-}
-
-// FirstOfNextMonthUTC returns 00:00 UTC on the first day of the month after
-// now's (Anthropic's tier spend cap resets then).
-func FirstOfNextMonthUTC(now time.Time) time.Time {
-	u := now.UTC()
-	return time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-}
-
-// NextPacificMidnight returns the next midnight in America/Los_Angeles after
-// now, in UTC (Gemini's daily quotas reset then). The zone comes from the
-// embedded tzdata, so it works on machines without a zoneinfo database.
-func NextPacificMidnight(now time.Time) time.Time {
-	loc, err := time.LoadLocation("America/Los_Angeles")
-	if err != nil {
-		loc = pacificFallback(now)
-	}
-	t := now.In(loc)
-	y, m, d := t.Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).UTC()
-}
-
-// pacificFallback is US Pacific time by the post-2007 DST rule (second
-// Sunday of March to first Sunday of November), for the unlikely case the
-// embedded zone cannot load.
-func pacificFallback(now time.Time) *time.Location {
-	u := now.UTC()
-	sunday := func(month time.Month, nth int) time.Time {
-		t := time.Date(u.Year(), month, 1, 0, 0, 0, 0, time.UTC)
-		for t.Weekday() != time.Sunday {
-			t = t.AddDate(0, 0, 1)
-		}
-		return t.AddDate(0, 0, 7*(nth-1))
-	}
-	start := sunday(time.March, 2).Add(10 * time.Hour) // 02:00 PST
-	end := sunday(time.November, 1).Add(9 * time.Hour) // 02:00 PDT
-	if !u.Before(start) && u.Before(end) {
-		return time.FixedZone("PDT", -7*3600)
-	}
-	return time.FixedZone("PST", -8*3600)
-}
-
 // ParseError classifies an HTTP error response (status, headers, body) from
 // provider into an *Error, with its code, message, quota id, request id, the
 // server's delay, x-should-retry, and for quota stops the scope and reset.
 func ParseError(provider string, status int, h http.Header, body []byte, now time.Time) *Error {
+	p := providerRow(provider)
+	return parseError(&p, status, h, body, now)
+}
+
+func parseError(p *ProviderInfo, status int, h http.Header, body []byte, now time.Time) *Error {
 	b := ParseErrorBody(body)
-	e := buildError(provider, status, b, h, now)
+	e := buildError(p, status, b, h, now)
 	e.Status = status
 	if !b.Found && len(bytes.TrimSpace(body)) > 0 {
 		e.Snippet = snippet(body)
@@ -403,14 +232,14 @@ func ParseError(provider string, status int, h http.Header, body []byte, now tim
 
 // buildError fills an Error from a decoded body; status is the status used
 // for classification (implied, for an error inside a stream).
-func buildError(provider string, status int, b ErrorBody, h http.Header, now time.Time) *Error {
-	v := classify(provider, status, b)
+func buildError(p *ProviderInfo, status int, b ErrorBody, h http.Header, now time.Time) *Error {
+	v := classify(p.spec(), status, b)
 	e := &Error{
 		Class:         v.class,
 		ModelSpecific: v.modelSpecific,
-		Code:          b.ProviderCode(provider),
-		Message:       sanitize(b.Message, maxMessage),
-		RequestID:     requestID(h, b),
+		Code:          b.providerCode(p),
+		Message:       sanitize.Truncate(b.Message, maxMessage),
+		RequestID:     requestID(p, h, b),
 	}
 	for _, id := range b.QuotaIDs {
 		if e.QuotaID == "" || strings.Contains(id, "PerDay") {
@@ -423,18 +252,23 @@ func buildError(provider string, status int, b ErrorBody, h http.Header, now tim
 	}
 	if v.class == ClassQuota {
 		e.Scope = v.scope
-		e.ResetAt = quotaReset(v, provider, b, e.Delay, now)
+		e.ResetAt = quotaReset(v, p.spec(), b, e.Delay, now)
 	}
 	return e
 }
 
-func requestID(h http.Header, b ErrorBody) string {
+// requestID reads the request id from the provider's header (the table's
+// RequestIDHeader, else its dialect's), then from the usual ones (a gateway
+// may add its own), then from the body.
+func requestID(p *ProviderInfo, h http.Header, b ErrorBody) string {
 	if h != nil {
-		if id := h.Get("X-Request-Id"); id != "" {
-			return id
-		}
-		if id := h.Get("Request-Id"); id != "" {
-			return id
+		for _, k := range []string{p.RequestIDHeader, p.spec().requestIDHeader, "X-Request-Id", "Request-Id"} {
+			if k == "" {
+				continue
+			}
+			if id := h.Get(k); id != "" {
+				return id
+			}
 		}
 	}
 	return b.RequestID

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"net/http"
 	"os"
@@ -43,7 +44,8 @@ func decodeBytes(provider, contentType, encoding string, body []byte) Result {
 	o.UsageGrace = -1
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	a := &attempt{c: &Client{Now: func() time.Time { return fixedNow }}, o: o, provider: provider, dialect: dialectOf(provider),
+	p := providerRow(provider)
+	a := &attempt{c: &Client{Now: func() time.Time { return fixedNow }}, o: o, p: p, d: p.spec(),
 		parent: context.Background(), ctx: ctx, start: fixedNow, onText: func(string) {}, red: newRedactor(testKey)}
 	a.wd = &watchdog{cancel: cancel, o: o}
 	defer a.wd.stop()
@@ -89,7 +91,7 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 		res := decodeBytes(provider, cts[int(ct)%len(cts)], enc, body)
 		if res.Err == nil {
-			if res.FinishReason == "" && dialectOf(provider) != DialectAnthropic {
+			if res.FinishReason == "" && providerRow(provider).Dialect != DialectAnthropic {
 				t.Fatalf("success without an end signal: %+v", res)
 			}
 		} else {
@@ -104,6 +106,9 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 		if !utf8.ValidString(res.Text) {
 			t.Fatalf("text is not valid UTF-8: %q", res.Text)
+		}
+		if strings.Contains(res.Text, testKey) || strings.Contains(sanitize.Text(res.Text), testKey) {
+			t.Fatalf("the key in the text: %q", res.Text)
 		}
 		if res.Usage != nil && (res.Usage.InputTokens < 0 || res.Usage.OutputTokens < 0) {
 			t.Fatalf("usage %+v", res.Usage)
@@ -121,6 +126,18 @@ func FuzzGeminiBareReader(f *testing.F) {
 		out, err := io.ReadAll(newGeminiBareReader(iotestHalf{bytes.NewReader(in)}))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The same bytes as feeding the reader's state machine one byte at
+		// a time (the reference its line fast path must match).
+		ref := newGeminiBareReader(nil)
+		for _, c := range in {
+			ref.feed(c)
+		}
+		if ref.inBlock && ref.closing {
+			ref.out = append(ref.out, '\n', '\n')
+		}
+		if !bytes.Equal(out, ref.out) {
+			t.Fatalf("%q: fast %q, byte by byte %q", in, out, ref.out)
 		}
 		// Without a line that starts with '{' the stream passes unchanged.
 		starts := len(in) > 0 && in[0] == '{' || bytes.Contains(in, []byte("\n{")) || bytes.Contains(in, []byte("\r{"))

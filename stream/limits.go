@@ -8,55 +8,35 @@ import (
 	"time"
 )
 
-// ParseLimits reads a rate-limit snapshot from any response's headers:
-// OpenAI-style x-ratelimit-{limit,remaining,reset}-{requests,tokens} (resets
-// are durations; on Groq the request window is per day) and Anthropic's
-// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
-// {limit,remaining,reset} (RFC 3339 resets; token counts rounded). Odd values
-// are skipped field by field. It returns nil when no window was sent.
+// ParseLimits reads a rate-limit snapshot from any response's headers, by
+// the provider's dialect (openaiLimits, anthropicLimits; Gemini sends
+// none). When the dialect's own headers are absent the other families are
+// tried, for a gateway in front of a provider that speaks another dialect.
+// Odd values are skipped field by field. It returns nil when no window was
+// sent.
 func ParseLimits(provider string, h http.Header, now time.Time) *Limits {
+	p := providerRow(provider)
+	return parseLimits(&p, h, now)
+}
+
+func parseLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
 	if h == nil {
 		return nil
 	}
-	l := &Limits{At: now}
-	l.Requests = xWindow(h, "requests", now)
-	l.Tokens = xWindow(h, "tokens", now)
-	if l.Requests != nil && provider == "groq" {
-		l.Requests.PerDay = true
+	own := p.spec()
+	if own.limits != nil {
+		if l := own.limits(p, h, now); l != nil {
+			return l
+		}
 	}
-	if l.Requests == nil {
-		l.Requests = anthropicWindow(h, "requests", now, false)
+	for _, d := range []*dialectSpec{openaiDialect, anthropicDialect} {
+		if d != own && d.limits != nil {
+			if l := d.limits(p, h, now); l != nil {
+				return l
+			}
+		}
 	}
-	if l.Tokens == nil {
-		l.Tokens = anthropicWindow(h, "tokens", now, true)
-	}
-	l.InputTokens = anthropicWindow(h, "input-tokens", now, true)
-	l.OutputTokens = anthropicWindow(h, "output-tokens", now, true)
-	if l.Empty() {
-		return nil
-	}
-	return l
-}
-
-func xWindow(h http.Header, kind string, now time.Time) *Window {
-	lim, okL := parseCount(h.Get("X-Ratelimit-Limit-" + kind))
-	rem, okR := parseCount(h.Get("X-Ratelimit-Remaining-" + kind))
-	reset, okT := parseReset(h.Get("X-Ratelimit-Reset-"+kind), now)
-	if !okL && !okR && !okT {
-		return nil
-	}
-	return &Window{Limit: lim, Remaining: rem, HasLimit: okL, HasRemaining: okR, Reset: reset}
-}
-
-func anthropicWindow(h http.Header, kind string, now time.Time, rounded bool) *Window {
-	p := "Anthropic-Ratelimit-" + kind + "-"
-	lim, okL := parseCount(h.Get(p + "Limit"))
-	rem, okR := parseCount(h.Get(p + "Remaining"))
-	reset, okT := parseReset(h.Get(p+"Reset"), now)
-	if !okL && !okR && !okT {
-		return nil
-	}
-	return &Window{Limit: lim, Remaining: rem, HasLimit: okL, HasRemaining: okR, Reset: reset, Rounded: rounded}
+	return nil
 }
 
 // parseCount reads a non-negative count, tolerating spaces, a fractional

@@ -42,8 +42,8 @@ func (r Request) turns() []Message {
 }
 
 // addSampling puts the request's sampling settings into an OpenAI-style or
-// Anthropic body.
-func addSampling(body map[string]any, d Dialect, s Sampling) {
+// Anthropic body; stopField names the stop list's field.
+func addSampling(body map[string]any, stopField string, s Sampling) {
 	if s.Temperature != nil {
 		body["temperature"] = *s.Temperature
 	}
@@ -51,60 +51,6 @@ func addSampling(body map[string]any, d Dialect, s Sampling) {
 		body["top_p"] = *s.TopP
 	}
 	if len(s.Stop) > 0 {
-		if d == DialectAnthropic {
-			body["stop_sequences"] = s.Stop
-		} else {
-			body["stop"] = s.Stop
-		}
+		body[stopField] = s.Stop
 	}
-}
-
-// openAIMessages renders the conversation as Chat Completions messages, the
-// system prompt first.
-func openAIMessages(req Request) []map[string]string {
-	var msgs []map[string]string
-	if req.System != "" {
-		msgs = append(msgs, map[string]string{"role": "system", "content": req.System})
-	}
-	for _, m := range req.turns() {
-		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
-	}
-	return msgs
-}
-
-// anthropicMessages renders the conversation as Messages API turns.
-func anthropicMessages(req Request) []map[string]string {
-	var msgs []map[string]string
-	for _, m := range req.turns() {
-		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
-	}
-	return msgs
-}
-
-// geminiBody fills a generateContent body: contents (roles user and model),
-// systemInstruction and generationConfig.
-func geminiBody(body map[string]any, req Request, maxTokens int) {
-	var contents []map[string]any
-	for _, m := range req.turns() {
-		role := "user"
-		if m.Role == "assistant" {
-			role = "model"
-		}
-		contents = append(contents, map[string]any{"role": role, "parts": []map[string]string{{"text": m.Content}}})
-	}
-	body["contents"] = contents
-	if req.System != "" {
-		body["systemInstruction"] = map[string]any{"parts": []map[string]string{{"text": req.System}}}
-	}
-	gc := map[string]any{"maxOutputTokens": maxTokens}
-	if s := req.Sampling; s.Temperature != nil {
-		gc["temperature"] = *s.Temperature
-	}
-	if s := req.Sampling; s.TopP != nil {
-		gc["topP"] = *s.TopP
-	}
-	if len(req.Sampling.Stop) > 0 {
-		gc["stopSequences"] = req.Sampling.Stop
-	}
-	body["generationConfig"] = gc
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"crypto/tls"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,10 +84,12 @@ func TestRedaction(t *testing.T) {
 	if got := newRedactor("ab").text("tab cab"); got != "tab cab" {
 		t.Errorf("a too-short key mangled text: %q", got)
 	}
-	if got := sanitize("ok\x1b[2Jbad\x00\xffend\n", 100); got != "ok[2Jbad\uFFFDend\n" {
+	// The whole escape sequence goes, not just its ESC (the old per-character
+	// filter left "[2J" behind), and the cut result fits in max bytes.
+	if got := sanitize.Truncate("ok\x1b[2Jbad\x00\xffend\n", 100); got != "okbad\uFFFDend\n" {
 		t.Errorf("sanitize: %q", got)
 	}
-	if got := sanitize(strings.Repeat("é", 10), 7); got != "ééé…" {
+	if got := sanitize.Truncate(strings.Repeat("é", 10), 7); got != "éé…" {
 		t.Errorf("sanitize cut: %q", got)
 	}
 }

@@ -18,8 +18,12 @@ const (
 	DialectGemini    Dialect = "gemini"    // generateContent
 )
 
-// ProviderInfo describes one provider: its dialect, where its key and base URL
-// come from, and its default base URL.
+// ProviderInfo is one row of the provider table: every fact limitscope
+// knows about a provider, so that no code outside the table asks for a
+// provider by name. What differs between wire formats lives in the dialect
+// (dialect.go and one file per dialect); what differs between providers of
+// one dialect is a column here. Adding an OpenAI-compatible provider is one
+// row.
 type ProviderInfo struct {
 	Name           string
 	Dialect        Dialect
@@ -28,22 +32,43 @@ type ProviderInfo struct {
 	DefaultBaseURL string
 	DefaultModel   string   // the console's and the proxy's default for this provider
 	ModelPrefixes  []string // a bare model name starting with one of these is this provider's (lower case)
+
+	// Request quirks.
+
+	// NoStreamOptions: the provider rejects stream_options (Mistral: a 422
+	// extra_forbidden) and sends usage on its last chunk anyway.
+	NoStreamOptions bool
+	// MaxTokensField names the body's output-token cap ("" = max_tokens;
+	// OpenAI wants max_completion_tokens). Gemini's is always
+	// generationConfig.maxOutputTokens.
+	MaxTokensField string
+
+	// Response facts.
+
+	// RequestsPerDay: the x-ratelimit-*-requests window is per day, not
+	// per minute (Groq's RPD).
+	RequestsPerDay bool
+	// RequestIDHeader is the response header carrying the request id (""
+	// = the dialect's: x-request-id, Anthropic's request-id).
+	RequestIDHeader string
 }
 
-// providers is a constant table; it is never written after init.
+// providers is the provider table; it is never written after init.
 var providers = []ProviderInfo{
 	{Name: "openai", Dialect: DialectOpenAI, KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
-		DefaultModel: "gpt-5.4-mini", ModelPrefixes: []string{"gpt-", "chatgpt-", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"}},
+		DefaultModel: "gpt-5.4-mini", ModelPrefixes: []string{"gpt-", "chatgpt-", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"},
+		MaxTokensField: "max_completion_tokens"},
 	{Name: "anthropic", Dialect: DialectAnthropic, KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
 		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}},
 	{Name: "gemini", Dialect: DialectGemini, KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
 		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}},
 	{Name: "groq", Dialect: DialectOpenAI, KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
-		DefaultModel: "llama-3.3-70b-versatile"},
+		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true},
 	{Name: "deepseek", Dialect: DialectOpenAI, KeyEnv: []string{"DEEPSEEK_API_KEY"}, BaseURLEnv: "DEEPSEEK_BASE_URL", DefaultBaseURL: "https://api.deepseek.com",
 		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}},
 	{Name: "mistral", Dialect: DialectOpenAI, KeyEnv: []string{"MISTRAL_API_KEY"}, BaseURLEnv: "MISTRAL_BASE_URL", DefaultBaseURL: "https://api.mistral.ai/v1",
-		DefaultModel: "mistral-small-latest", ModelPrefixes: []string{"mistral-", "ministral-", "codestral-", "magistral-", "open-mistral-"}},
+		DefaultModel: "mistral-small-latest", ModelPrefixes: []string{"mistral-", "ministral-", "codestral-", "magistral-", "open-mistral-"},
+		NoStreamOptions: true},
 	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
 		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}},
 }
@@ -55,6 +80,15 @@ func lookupProvider(name string) (ProviderInfo, bool) {
 		}
 	}
 	return ProviderInfo{}, false
+}
+
+// providerRow returns the named provider's row, or for an unknown name an
+// OpenAI-compatible row with no quirks.
+func providerRow(name string) ProviderInfo {
+	if p, ok := lookupProvider(name); ok {
+		return p
+	}
+	return ProviderInfo{Name: name, Dialect: DialectOpenAI}
 }
 
 // ProviderForModel returns the provider a bare model name (no "provider/")

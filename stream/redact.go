@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"regexp"
 	"strings"
 	"unicode"
@@ -25,17 +26,22 @@ func RedactURL(s string) string {
 	return keyParamRE.ReplaceAllString(s, "${1}"+redacted)
 }
 
-// redactor scrubs one attempt's key and any ?key= URL from text.
+// redactor scrubs one attempt's key and any ?key= URL from text, as the
+// user will see it: after escape sequences and invisible characters are
+// stripped (sanitize.Redact), so a key with ESC, BEL or a bidi character
+// inside it is still found.
 type redactor struct{ key string }
 
 func newRedactor(k Secret) redactor {
 	key := k.Reveal()
-	if len(key) < 4 { // too short to scrub without mangling ordinary text
+	if len(key) < sanitize.MinSecret { // too short to scrub without mangling ordinary text
 		key = ""
 	}
 	return redactor{key: key}
 }
 
+// text scrubs raw text (kept byte for byte otherwise: snippets show control
+// bytes as \xNN, so nothing in them is hidden from the user).
 func (r redactor) text(s string) string {
 	s = RedactURL(s)
 	if r.key != "" && strings.Contains(s, r.key) {
@@ -43,6 +49,16 @@ func (r redactor) text(s string) string {
 	}
 	return s
 }
+
+// field makes a printable field: stripped, scrubbed, at most max bytes.
+func (r redactor) field(s string, max int) string {
+	return sanitize.Truncate(RedactURL(sanitize.Redact(s, r.key)), max)
+}
+
+// deltas returns the scrubber of one attempt's text deltas: the exact text
+// with the key replaced as a terminal would show it, even when split across
+// deltas or interleaved with escape sequences.
+func (r redactor) deltas() *sanitize.Redactor { return sanitize.NewRedactor(r.key) }
 
 // err wraps err so that its text is scrubbed; errors.Is and errors.As still
 // see the original.
@@ -54,20 +70,22 @@ func (r redactor) err(err error) error {
 	if errors.As(err, &re) && re.err == err {
 		return err
 	}
-	return &redactedError{msg: r.text(err.Error()), err: err}
+	return &redactedError{msg: r.field(err.Error(), maxMessage), err: err}
 }
 
-// scrub cleans every printable field of a Result.
+// scrub cleans every printable field of a Result. Text is already scrubbed
+// (readEvents builds it from the scrubbed deltas); the URL pass catches a
+// ?key= split across deltas.
 func (r redactor) scrub(res Result) Result {
-	res.Text = r.text(res.Text)
-	res.RequestID = sanitize(r.text(res.RequestID), 200)
-	res.Model = sanitize(r.text(res.Model), 200)
-	res.FinishReason = sanitize(r.text(res.FinishReason), 200)
+	res.Text = RedactURL(res.Text)
+	res.RequestID = r.field(res.RequestID, 200)
+	res.Model = r.field(res.Model, 200)
+	res.FinishReason = r.field(res.FinishReason, 200)
 	if e := res.Err; e != nil {
-		e.Code = sanitize(r.text(e.Code), 200)
-		e.Message = sanitize(r.text(e.Message), maxMessage)
-		e.QuotaID = sanitize(r.text(e.QuotaID), 200)
-		e.RequestID = sanitize(r.text(e.RequestID), 200)
+		e.Code = r.field(e.Code, 200)
+		e.Message = r.field(e.Message, maxMessage)
+		e.QuotaID = r.field(e.QuotaID, 200)
+		e.RequestID = r.field(e.RequestID, 200)
 		e.Snippet = r.text(e.Snippet)
 		e.Err = r.err(e.Err)
 	}
@@ -84,34 +102,6 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // maxMessage bounds an error message kept from a body.
 const maxMessage = 4096
-
-// sanitize makes s safe to print on a terminal: invalid UTF-8 becomes
-// U+FFFD, control characters other than newline and tab are dropped (no
-// escape sequences reach the screen), and the result is at most max bytes.
-func sanitize(s string, max int) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') {
-			clean = false
-			break
-		}
-	}
-	if clean && len(s) <= max {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			continue
-		}
-		if b.Len()+utf8.RuneLen(r) > max {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // SnippetSize is how many bytes of an unexpected body Error.Snippet shows.
 const SnippetSize = 256

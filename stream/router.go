@@ -31,14 +31,27 @@ func (r Router) Do(ctx context.Context, req Request, onText func(string)) Result
 
 // Scope returns the cooldown key of a quota stop: "account:<provider>:<key
 // fingerprint>" for ScopeAccount (never the key itself),
-// "target:<provider>/<model>" for ScopeTarget, "" otherwise.
+// "target:<provider>/<model>" for ScopeTarget, "" otherwise. When the
+// provider's endpoint last answered as a limitscope simulator (with
+// SimInstanceHeader), the key is prefixed "sim:<instance>:": a simulated
+// stop then binds every client of that running simulator and no other, and
+// a restarted simulator never inherits old stops. The instance is learnt
+// from the responses seen by r.Client (nil: none is learnt).
 func (r Router) Scope(t Target, s Scope) string {
+	ep := r.Endpoints[t.Provider]
+	var key string
 	switch s {
 	case ScopeAccount:
-		ep := r.Endpoints[t.Provider]
-		return "account:" + t.Provider + ":" + ep.Key.Fingerprint()
+		key = "account:" + t.Provider + ":" + ep.Key.Fingerprint()
 	case ScopeTarget:
-		return "target:" + t.String()
+		key = "target:" + t.String()
+	default:
+		return ""
 	}
-	return ""
+	if r.Client != nil {
+		if id := r.Client.simInstance(ep.BaseURL); id != "" {
+			key = "sim:" + id + ":" + key
+		}
+	}
+	return key
 }

@@ -181,6 +181,9 @@ func TestKeepAlivesCountAsLive(t *testing.T) {
 	}
 	steps = append(steps, scriptStep{0, oaFinish + oaUsage + "data: [DONE]\n\n"})
 	inBubble(t, "openai", script(200, "text/event-stream", steps...), func(c *Client, ep Endpoint) {
+		// Keep-alives are not model output: only the stall timer is under
+		// test here, so the no-progress bound (60 s) is set out of the way.
+		c.Options.NoProgressTimeout = time.Hour
 		res, took := timed(c, ep, context.Background())
 		if res.Err != nil || took != 100*time.Second || res.Usage == nil {
 			t.Fatalf("after %v: %+v", took, res.Err)
@@ -201,6 +204,7 @@ func TestTrickle(t *testing.T) {
 			t.Fatalf("after %v: %+v", took, res.Err)
 		}
 		c.Options.FirstTokenTimeout = time.Hour
+		c.Options.NoProgressTimeout = time.Hour // the finish chunk trickles for over a minute
 		res, took = timed(c, ep, context.Background())
 		// It ends 2 s (the usage grace) after finish_reason; [DONE] is further away.
 		if res.Err != nil || res.Text != "Hi" || took != time.Duration(len(oaText)+len(oaFinish)+2)*time.Second {

@@ -17,8 +17,8 @@ import (
 // policy decides on classes alone.
 type Class string
 
-// The classes. See the engine issue for the mapping from each provider's
-// statuses and codes; the first matching row wins.
+// The classes. The class table in classes.go maps each provider's statuses
+// and codes to them; the first matching row wins.
 const (
 	ClassOK         Class = "ok"         // the stream completed
 	ClassQuota      Class = "quota"      // a person must act: spend, billing, credit, per-day quota
@@ -139,10 +139,13 @@ type Error struct {
 	DelaySource   DelaySource
 	NoRetry       bool // the server sent x-should-retry: false
 	MidStream     bool // the error came after HTTP 200, inside the stream
-	Scope         Scope
-	ResetAt       time.Time // when a quota stop ends, when the provider said (zero: unknown)
-	Snippet       string    // the first bytes of an unexpected body, redacted
-	Err           error     // the underlying error, if any
+	// Oversize: the stream passed a size cap (MaxStreamSize, MaxEventSize).
+	// The same target would send the same again: do not retry it there.
+	Oversize bool
+	Scope    Scope
+	ResetAt  time.Time // when a quota stop ends, when the provider said (zero: unknown)
+	Snippet  string    // the first bytes of an unexpected body, redacted
+	Err      error     // the underlying error, if any
 }
 
 // Error implements error.
@@ -173,15 +176,17 @@ func (e *Error) Unwrap() error { return e.Err }
 // Result is what one attempt produced: a completed stream, or an Error with
 // whatever text arrived before it.
 type Result struct {
-	Status       int           // HTTP status, 0 when no response
-	RequestID    string        // from x-request-id, request-id, or the body
-	Limits       *Limits       // nil when the response carried no rate-limit headers
-	Text         string        // all text received (partial when Err != nil)
-	FinishReason string        // as the provider reported it
-	Usage        *Usage        // nil when not reported
-	Model        string        // the model as the serving provider reported it
-	TTFT         time.Duration // time to first content; 0 when none arrived
-	Err          *Error        // nil on success
+	Status    int     // HTTP status, 0 when no response
+	RequestID string  // from x-request-id, request-id, or the body
+	Limits    *Limits // nil when the response carried no rate-limit headers
+	Text      string  // the text received, as the caller saw it (partial when Err != nil; at most Options.MaxPartialText bytes)
+	// TextTruncated: more text streamed to onText than Text keeps.
+	TextTruncated bool
+	FinishReason  string        // as the provider reported it
+	Usage         *Usage        // nil when not reported
+	Model         string        // the model as the serving provider reported it
+	TTFT          time.Duration // time to first content; 0 when none arrived
+	Err           *Error        // nil on success
 }
 
 // Class returns ClassOK on success, else the error's class.

@@ -67,21 +67,43 @@ func (f *Filter) Text(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size <= 1 && !utf8.FullRuneInString(s[i:]) {
+		next, ok := f.step(&b, s, i)
+		if !ok {
 			// The piece ends inside a rune: keep it for the next one.
 			f.pending = append(f.pending, s[i:]...)
 			break
 		}
-		i += size
-		if r == utf8.RuneError && size <= 1 {
-			f.st = stNormal
-			b.WriteRune(utf8.RuneError)
-			continue
-		}
-		f.rune(&b, r)
+		i = next
 	}
 	return b.String()
+}
+
+// step filters the rune at s[i:], writing what of it is printed to b, and
+// returns the index after it; ok is false when s ends inside the rune.
+func (f *Filter) step(b *strings.Builder, s string, i int) (next int, ok bool) {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 && !utf8.FullRuneInString(s[i:]) {
+		return i, false
+	}
+	if r == utf8.RuneError && size <= 1 {
+		// A raw 8-bit C1 introducer (not UTF-8 encoded) is what a
+		// terminal in an 8-bit mode obeys: it starts its sequence here
+		// too, so no "0;title" or "31m" is left behind.
+		switch c := s[i]; {
+		case f.st == stNormal && c == 0x9b:
+			f.enter(stCSI)
+		case f.st == stNormal && (c == 0x9d || c == 0x90 || c == 0x98 || c == 0x9e || c == 0x9f):
+			f.enter(stString)
+		case (f.st == stString || f.st == stStringEsc) && c == 0x9c: // a raw ST
+			f.st = stNormal
+		default:
+			f.st = stNormal
+			b.WriteRune(utf8.RuneError)
+		}
+		return i + 1, true
+	}
+	f.rune(b, r)
+	return i + size, true
 }
 
 // Flush ends the stream: an incomplete rune kept from the last piece comes
@@ -217,6 +239,26 @@ func clean(s string) bool {
 		i += size
 	}
 	return true
+}
+
+// Truncate returns Text(s) cut to at most max bytes on a rune boundary, with
+// "…" marking a cut. Use it, not a per-character filter, for a bounded
+// message: dropping ESC and BEL one by one leaves a sequence's body
+// ("]0;PWNED") behind.
+func Truncate(s string, max int) string {
+	s = Text(s)
+	if len(s) <= max {
+		return s
+	}
+	const ell = "…"
+	cut := max - len(ell)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ell
 }
 
 // JSON makes encoded JSON safe to print on a terminal: encoding/json

@@ -1,0 +1,193 @@
+package stream
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The Anthropic dialect: the Messages API.
+var anthropicDialect = &dialectSpec{
+	name:       DialectAnthropic,
+	request:    anthropicRequest,
+	newDecoder: func() decoder { return &anthropicDecoder{} },
+	// error.details.error_code, else error.type.
+	codeOrder:       func(b ErrorBody) []string { return []string{b.DetailCode, b.Type, b.Code} },
+	endSignal:       "message_stop",
+	limits:          anthropicLimits,
+	requestIDHeader: "Request-Id",
+}
+
+// anthropicRequest builds a Messages body: POST {base}/v1/messages with
+// x-api-key and anthropic-version.
+func anthropicRequest(u *url.URL, _ *ProviderInfo, req Request, maxTokens int, key string) (map[string]any, http.Header) {
+	u.Path += "/v1/messages"
+	body := map[string]any{
+		"model":      req.Target.Model,
+		"messages":   anthropicMessages(req),
+		"max_tokens": maxTokens,
+		"stream":     true,
+	}
+	if req.System != "" {
+		body["system"] = req.System
+	}
+	addSampling(body, "stop_sequences", req.Sampling)
+	h := http.Header{}
+	h.Set("Anthropic-Version", "2023-06-01")
+	if key != "" {
+		h.Set("X-Api-Key", key)
+	}
+	return body, h
+}
+
+// anthropicMessages renders the conversation as Messages API turns.
+func anthropicMessages(req Request) []map[string]string {
+	var msgs []map[string]string
+	for _, m := range req.turns() {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	return msgs
+}
+
+// anthropicLimits reads anthropic-ratelimit-{requests,tokens,input-tokens,
+// output-tokens}-{limit,remaining,reset} (RFC 3339 resets; token counts
+// rounded to thousands).
+func anthropicLimits(_ *ProviderInfo, h http.Header, now time.Time) *Limits {
+	l := &Limits{At: now}
+	l.Requests = anthropicWindow(h, "requests", now, false)
+	l.Tokens = anthropicWindow(h, "tokens", now, true)
+	l.InputTokens = anthropicWindow(h, "input-tokens", now, true)
+	l.OutputTokens = anthropicWindow(h, "output-tokens", now, true)
+	if l.Empty() {
+		return nil
+	}
+	return l
+}
+
+func anthropicWindow(h http.Header, kind string, now time.Time, rounded bool) *Window {
+	p := "Anthropic-Ratelimit-" + kind + "-"
+	lim, okL := parseCount(h.Get(p + "Limit"))
+	rem, okR := parseCount(h.Get(p + "Remaining"))
+	reset, okT := parseReset(h.Get(p+"Reset"), now)
+	if !okL && !okR && !okT {
+		return nil
+	}
+	return &Window{Limit: lim, Remaining: rem, HasLimit: okL, HasRemaining: okR, Reset: reset, Rounded: rounded}
+}
+
+// anthropicDecoder reads Messages events: message_start, content_block_*,
+// message_delta, message_stop, ping and error.
+type anthropicDecoder struct{ decoded }
+
+func (d *anthropicDecoder) handleMap(typ, data string) step {
+	m := obj(data)
+	if typ == "" && m != nil {
+		typ = jsonString(m["type"])
+	}
+	switch typ {
+	case "error":
+		return errorStep(data)
+	case "message_stop":
+		return step{finished: true, done: true, recognize: true}
+	case "ping", "content_block_start", "content_block_stop":
+		return step{recognize: true}
+	}
+	if m == nil {
+		return step{}
+	}
+	s := step{recognize: true}
+	switch typ {
+	case "message_start":
+		msg := obj(string(m["message"]))
+		if msg == nil {
+			break
+		}
+		if d.model == "" {
+			d.model = jsonString(msg["model"])
+		}
+		if u := obj(string(msg["usage"])); u != nil {
+			in, _ := jsonInt(u["input_tokens"])
+			out, _ := jsonInt(u["output_tokens"])
+			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+	case "content_block_delta":
+		delta := obj(string(m["delta"]))
+		if delta == nil {
+			break
+		}
+		switch jsonString(delta["type"]) {
+		case "text_delta", "":
+			if t := jsonString(delta["text"]); t != "" {
+				s.text, s.progress = t, true
+			}
+		default: // thinking, signatures, tool input: content, not text
+			s.progress = true
+		}
+	case "message_delta":
+		if delta := obj(string(m["delta"])); delta != nil {
+			if sr := jsonString(delta["stop_reason"]); sr != "" {
+				d.finish = sr
+			}
+		}
+		if u := obj(string(m["usage"])); u != nil {
+			if d.usage == nil {
+				d.usage = &Usage{}
+			}
+			if out, ok := jsonInt(u["output_tokens"]); ok {
+				d.usage.OutputTokens = out
+			}
+			if in, ok := jsonInt(u["input_tokens"]); ok && in > 0 {
+				d.usage.InputTokens = in
+			}
+		}
+	}
+	return s
+}
+
+func (d *anthropicDecoder) handle(typ, data string) step {
+	if s, ok := d.fast(typ, data); ok {
+		return s
+	}
+	return d.handleMap(typ, data)
+}
+
+// anthropicFast is a content_block_delta event, the bulk of a stream.
+type anthropicFast struct {
+	Type  json.RawMessage `json:"type"`
+	Delta *struct {
+		Type json.RawMessage `json:"type"`
+		Text fastText        `json:"text"`
+	} `json:"delta"`
+}
+
+// fast handles content_block_delta events; ok is false for any other.
+func (d *anthropicDecoder) fast(typ, data string) (step, bool) {
+	if typ != "" && typ != "content_block_delta" {
+		return step{}, false
+	}
+	if !strings.HasPrefix(strings.TrimLeft(data, " \t\r\n"), "{") {
+		return step{}, false
+	}
+	var e anthropicFast
+	if json.Unmarshal([]byte(data), &e) != nil {
+		return step{}, false
+	}
+	if typ == "" && jsonString(e.Type) != "content_block_delta" {
+		return step{}, false
+	}
+	s := step{recognize: true}
+	if e.Delta == nil {
+		return s, true
+	}
+	switch jsonString(e.Delta.Type) {
+	case "text_delta", "":
+		if t := e.Delta.Text.text(jsonString); t != "" {
+			s.text, s.progress = t, true
+		}
+	default:
+		s.progress = true
+	}
+	return s, true
+}

@@ -1,0 +1,414 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	_ "time/tzdata" // Gemini's daily quota resets at midnight Pacific, on any machine
+)
+
+// The Gemini dialect: generateContent, streamed with alt=sse.
+var geminiDialect = &dialectSpec{
+	name:       DialectGemini,
+	request:    geminiRequest,
+	newDecoder: func() decoder { return &geminiDecoder{} },
+	// error.status (the canonical google.rpc code), else error.code.
+	codeOrder:           func(b ErrorBody) []string { return []string{b.Status, b.Code, b.Type} },
+	endSignal:           "finishReason",
+	bareJSON:            true,
+	contextTooLongOn500: true,
+	deadlineIsCaller:    true,
+	dailyReset:          NextPacificMidnight,
+	// Gemini sends no rate-limit headers and no request-id header.
+}
+
+// geminiRequest builds a generateContent body: POST
+// {base}/v1beta/models/{model}:streamGenerateContent?alt=sse with
+// x-goog-api-key.
+func geminiRequest(u *url.URL, _ *ProviderInfo, req Request, maxTokens int, key string) (map[string]any, http.Header) {
+	m := strings.TrimPrefix(req.Target.Model, "models/")
+	u.Path += "/v1beta/models/" + m + ":streamGenerateContent" // u.String() escapes it
+	q := u.Query()
+	q.Set("alt", "sse")
+	u.RawQuery = q.Encode()
+	body := map[string]any{}
+	geminiBody(body, req, maxTokens)
+	h := http.Header{}
+	if key != "" {
+		h.Set("X-Goog-Api-Key", key)
+	}
+	return body, h
+}
+
+// geminiBody fills a generateContent body: contents (roles user and model),
+// systemInstruction and generationConfig.
+func geminiBody(body map[string]any, req Request, maxTokens int) {
+	var contents []map[string]any
+	for _, m := range req.turns() {
+		role := "user"
+		if m.Role == "assistant" {
+			role = "model"
+		}
+		contents = append(contents, map[string]any{"role": role, "parts": []map[string]string{{"text": m.Content}}})
+	}
+	body["contents"] = contents
+	if req.System != "" {
+		body["systemInstruction"] = map[string]any{"parts": []map[string]string{{"text": req.System}}}
+	}
+	gc := map[string]any{"maxOutputTokens": maxTokens}
+	if s := req.Sampling; s.Temperature != nil {
+		gc["temperature"] = *s.Temperature
+	}
+	if s := req.Sampling; s.TopP != nil {
+		gc["topP"] = *s.TopP
+	}
+	if len(req.Sampling.Stop) > 0 {
+		gc["stopSequences"] = req.Sampling.Stop
+	}
+	body["generationConfig"] = gc
+}
+
+// NextPacificMidnight returns the next midnight in America/Los_Angeles after
+// now, in UTC (Gemini's daily quotas reset then). The zone comes from the
+// embedded tzdata, so it works on machines without a zoneinfo database.
+func NextPacificMidnight(now time.Time) time.Time {
+	loc, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		loc = pacificFallback(now)
+	}
+	t := now.In(loc)
+	y, m, d := t.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).UTC()
+}
+
+// pacificFallback is US Pacific time by the post-2007 DST rule (second
+// Sunday of March to first Sunday of November), for the unlikely case the
+// embedded zone cannot load.
+func pacificFallback(now time.Time) *time.Location {
+	u := now.UTC()
+	sunday := func(month time.Month, nth int) time.Time {
+		t := time.Date(u.Year(), month, 1, 0, 0, 0, 0, time.UTC)
+		for t.Weekday() != time.Sunday {
+			t = t.AddDate(0, 0, 1)
+		}
+		return t.AddDate(0, 0, 7*(nth-1))
+	}
+	start := sunday(time.March, 2).Add(10 * time.Hour) // 02:00 PST
+	end := sunday(time.November, 1).Add(9 * time.Hour) // 02:00 PDT
+	if !u.Before(start) && u.Before(end) {
+		return time.FixedZone("PDT", -7*3600)
+	}
+	return time.FixedZone("PST", -8*3600)
+}
+
+// geminiDecoder reads streamGenerateContent chunks: candidates[0].content.
+// parts[].text, finishReason, usageMetadata and modelVersion, and an error
+// object on a data: line or (see geminiBareReader) on its own.
+type geminiDecoder struct{ decoded }
+
+func (d *geminiDecoder) handleMap(_, data string) step {
+	m := obj(strings.TrimSpace(data))
+	if m == nil {
+		return step{}
+	}
+	if raw, ok := m["error"]; ok && !isNull(raw) {
+		return errorStep(data)
+	}
+	s := step{recognize: true}
+	if v := jsonString(m["modelVersion"]); v != "" && d.model == "" {
+		d.model = v
+	}
+	if u := obj(string(m["usageMetadata"])); u != nil {
+		in, okIn := jsonInt(u["promptTokenCount"])
+		out, okOut := jsonInt(u["candidatesTokenCount"])
+		if okIn || okOut {
+			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+	}
+	cands := jsonArray(m["candidates"])
+	for i, c := range cands {
+		if idx, ok := jsonInt(c["index"]); (ok && idx != 0) || (!ok && i > 0) {
+			continue
+		}
+		for _, p := range jsonArray(field(c, "content", "parts")) {
+			if string(p["thought"]) == "true" {
+				s.progress = true
+				continue
+			}
+			if t := jsonString(p["text"]); t != "" {
+				s.text += t
+				s.progress = true
+			} else if len(p) > 0 {
+				s.progress = true
+			}
+		}
+		if fr := jsonString(c["finishReason"]); fr != "" {
+			d.finish = fr
+			s.finished = true
+		}
+	}
+	if len(cands) == 0 {
+		if br := jsonString(field(m, "promptFeedback", "blockReason")); br != "" {
+			d.finish = br
+			s.finished = true
+		}
+	}
+	return s
+}
+func (d *geminiDecoder) handle(typ, data string) step {
+	if s, ok := d.fast(data, strings.TrimSpace(data)); ok {
+		return s
+	}
+	return d.handleMap(typ, data)
+}
+
+// geminiFast is a streamGenerateContent chunk.
+type geminiFast struct {
+	Error         json.RawMessage `json:"error"`
+	ModelVersion  *string         `json:"modelVersion"`
+	UsageMetadata *struct {
+		PromptTokenCount     *float64 `json:"promptTokenCount"`
+		CandidatesTokenCount *float64 `json:"candidatesTokenCount"`
+	} `json:"usageMetadata"`
+	PromptFeedback json.RawMessage `json:"promptFeedback"`
+	Candidates     []*struct {
+		Index   *float64 `json:"index"`
+		Content *struct {
+			Parts []geminiFastPart `json:"parts"`
+		} `json:"content"`
+		FinishReason *string `json:"finishReason"`
+	} `json:"candidates"`
+}
+
+// geminiFastPart is one content part, read as a struct (no map per part):
+// its text and thought flag, and whether it has any key at all (a part with
+// only a function call or inline data is still model output).
+type geminiFastPart struct {
+	Text    fastText        `json:"text"`
+	Thought json.RawMessage `json:"thought"`
+	keys    bool            // the object has a key
+	null    bool            // the part was null (the map path skips it)
+}
+
+// UnmarshalJSON implements json.Unmarshaler; a part that is not an object
+// fails the fast path, as it would fail []map[string]json.RawMessage.
+func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*p = geminiFastPart{null: true}
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	type plain geminiFastPart // without this method
+	var q plain
+	if err := json.Unmarshal(b, &q); err != nil {
+		return err
+	}
+	*p = geminiFastPart(q)
+	p.keys = len(bytes.TrimLeft(b[1:], " \t\r\n")) > 0 && bytes.TrimLeft(b[1:], " \t\r\n")[0] != '}'
+	return nil
+}
+
+// errNotObject fails a fast decoding that met something other than an object.
+var errNotObject = errors.New("not an object")
+
+// fast decodes a trimmed chunk; ok is false when the map path must decide.
+func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
+	if !strings.HasPrefix(trimmed, "{") {
+		return step{}, false
+	}
+	var c geminiFast
+	if json.Unmarshal([]byte(trimmed), &c) != nil {
+		return step{}, false
+	}
+	if c.Error != nil && !isNull(c.Error) {
+		return errorStep(data), true
+	}
+	s := step{recognize: true}
+	if v := fastString(c.ModelVersion); v != "" && d.model == "" {
+		d.model = v
+	}
+	if u := c.UsageMetadata; u != nil {
+		in, okIn := fastInt(u.PromptTokenCount)
+		out, okOut := fastInt(u.CandidatesTokenCount)
+		if okIn || okOut {
+			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+	}
+	i := 0 // counts objects only, as the map path's jsonArray does
+	for _, cd := range c.Candidates {
+		if cd == nil {
+			continue
+		}
+		if idx, ok := fastInt(cd.Index); (ok && idx != 0) || (!ok && i > 0) {
+			i++
+			continue
+		}
+		i++
+		if cd.Content != nil {
+			for _, p := range cd.Content.Parts {
+				if p.null {
+					continue
+				}
+				if string(p.Thought) == "true" {
+					s.progress = true
+					continue
+				}
+				if t := p.Text.text(jsonString); t != "" {
+					s.text += t
+					s.progress = true
+				} else if p.keys {
+					s.progress = true
+				}
+			}
+		}
+		if fr := fastString(cd.FinishReason); fr != "" {
+			d.finish = fr
+			s.finished = true
+		}
+	}
+	if i == 0 {
+		if br := jsonString(field(obj(string(c.PromptFeedback)), "blockReason")); br != "" {
+			d.finish = br
+			s.finished = true
+		}
+	}
+	return s, true
+}
+
+// geminiBareReader passes an SSE stream through unchanged, except that a
+// JSON object written on its own lines (not after "data:") becomes a data
+// event. Gemini's SDKs accept an error sent that way: python-genai buffers
+// non-"data: " lines by brace balance, go-genai reads any non-data block as
+// {"error": ...}. Each line of such a block is prefixed "data: " and the
+// block is closed with a blank line once its braces balance, so go-sse then
+// sees an ordinary event. It works byte by byte and buffers nothing, so the
+// event size limit stays go-sse's.
+type geminiBareReader struct {
+	r   io.Reader
+	in  []byte
+	out []byte
+	err error
+
+	lineStart bool // the next byte starts a line
+	afterCR   bool // the previous byte was a '\r' (a following '\n' belongs to it)
+
+	inBlock bool // inside a bare JSON block
+	depth   int
+	inStr   bool
+	esc     bool
+	closing bool // the block's braces balanced; finish its line, then dispatch
+
+	swallowLF bool // a CRLF's '\r' was already replaced by the dispatching blank line
+}
+
+func newGeminiBareReader(r io.Reader) *geminiBareReader {
+	return &geminiBareReader{r: r, in: make([]byte, 4096), lineStart: true}
+}
+
+func (g *geminiBareReader) Read(p []byte) (int, error) {
+	for len(g.out) == 0 {
+		if g.err != nil {
+			return 0, g.err
+		}
+		n, err := g.r.Read(g.in)
+		g.out = g.out[:0]
+		buf := g.in[:n]
+		for i := 0; i < len(buf); {
+			if !g.inBlock && !g.lineStart && !g.afterCR {
+				// Mid-line outside a block: up to the line's end the
+				// bytes pass unchanged, as feed would pass them one by one.
+				j := bytes.IndexAny(buf[i:], "\r\n")
+				if j < 0 {
+					j = len(buf) - i
+				}
+				if j > 0 {
+					g.out = append(g.out, buf[i:i+j]...)
+					g.swallowLF = false
+					i += j
+					continue
+				}
+			}
+			g.feed(buf[i])
+			i++
+		}
+		if err != nil {
+			if g.inBlock && g.closing {
+				g.out = append(g.out, '\n', '\n')
+				g.inBlock = false
+			}
+			g.err = err
+		}
+	}
+	n := copy(p, g.out)
+	g.out = g.out[n:]
+	return n, nil
+}
+
+func (g *geminiBareReader) feed(c byte) {
+	crlf := g.afterCR && c == '\n'
+	g.afterCR = c == '\r'
+	if crlf { // the second byte of a CRLF line end
+		if !g.swallowLF {
+			g.out = append(g.out, c)
+		}
+		g.swallowLF = false
+		return
+	}
+	g.swallowLF = false
+	eol := c == '\n' || c == '\r'
+
+	if !g.inBlock {
+		if g.lineStart && c == '{' {
+			g.inBlock, g.depth, g.inStr, g.esc, g.closing = true, 0, false, false, false
+			// A blank line first dispatches whatever event was pending.
+			g.out = append(g.out, '\n')
+		} else {
+			g.out = append(g.out, c)
+			g.lineStart = eol
+			return
+		}
+	}
+
+	if g.closing {
+		if eol {
+			g.out = append(g.out, '\n', '\n')
+			g.inBlock = false
+			g.lineStart = true
+			g.swallowLF = c == '\r'
+			return
+		}
+		g.out = append(g.out, c)
+		return
+	}
+	if g.lineStart {
+		g.out = append(g.out, "data: "...)
+	}
+	g.out = append(g.out, c)
+	g.lineStart = eol
+	switch {
+	case g.inStr && g.esc:
+		g.esc = false
+	case g.inStr && c == '\\':
+		g.esc = true
+	case g.inStr && c == '"':
+		g.inStr = false
+	case g.inStr:
+	case c == '"':
+		g.inStr = true
+	case c == '{':
+		g.depth++
+	case c == '}':
+		g.depth--
+		if g.depth <= 0 {
+			g.closing = true
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package stream
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The OpenAI dialect: Chat Completions, spoken by OpenAI and every
+// OpenAI-compatible API (Groq, DeepSeek, Mistral, xAI). Per-provider
+// differences (stream_options, the max-tokens field, Groq's per-day request
+// window) are columns of the provider table.
+var openaiDialect = &dialectSpec{
+	name:       DialectOpenAI,
+	request:    openaiRequest,
+	newDecoder: func() decoder { return &openaiDecoder{} },
+	// error.code, else error.type.
+	codeOrder:       func(b ErrorBody) []string { return []string{b.Code, b.Type, b.Status} },
+	endSignal:       "finish_reason",
+	limits:          openaiLimits,
+	requestIDHeader: "X-Request-Id",
+}
+
+// openaiRequest builds a Chat Completions body: POST {base}/chat/completions
+// with a bearer token.
+func openaiRequest(u *url.URL, p *ProviderInfo, req Request, maxTokens int, key string) (map[string]any, http.Header) {
+	u.Path += "/chat/completions"
+	body := map[string]any{
+		"model":    req.Target.Model,
+		"messages": openAIMessages(req),
+		"stream":   true,
+	}
+	addSampling(body, "stop", req.Sampling)
+	if !p.NoStreamOptions {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
+	mt := p.MaxTokensField
+	if mt == "" {
+		mt = "max_tokens"
+	}
+	body[mt] = maxTokens
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return body, h
+}
+
+// openAIMessages renders the conversation as Chat Completions messages, the
+// system prompt first.
+func openAIMessages(req Request) []map[string]string {
+	var msgs []map[string]string
+	if req.System != "" {
+		msgs = append(msgs, map[string]string{"role": "system", "content": req.System})
+	}
+	for _, m := range req.turns() {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	return msgs
+}
+
+// openaiLimits reads x-ratelimit-{limit,remaining,reset}-{requests,tokens}
+// (resets are durations; the table's RequestsPerDay marks a request window
+// that is per day, as Groq's is).
+func openaiLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
+	l := &Limits{At: now}
+	l.Requests = xWindow(h, "requests", now)
+	l.Tokens = xWindow(h, "tokens", now)
+	if l.Requests != nil && p.RequestsPerDay {
+		l.Requests.PerDay = true
+	}
+	if l.Empty() {
+		return nil
+	}
+	return l
+}
+
+func xWindow(h http.Header, kind string, now time.Time) *Window {
+	lim, okL := parseCount(h.Get("X-Ratelimit-Limit-" + kind))
+	rem, okR := parseCount(h.Get("X-Ratelimit-Remaining-" + kind))
+	reset, okT := parseReset(h.Get("X-Ratelimit-Reset-"+kind), now)
+	if !okL && !okR && !okT {
+		return nil
+	}
+	return &Window{Limit: lim, Remaining: rem, HasLimit: okL, HasRemaining: okR, Reset: reset}
+}
+
+// openaiDecoder reads Chat Completions chunks (OpenAI and every compatible
+// API): text in choices[].delta.content, finish_reason, a usage chunk with
+// empty choices after it, and data: [DONE].
+type openaiDecoder struct{ decoded }
+
+func (d *openaiDecoder) handleMap(typ, data string) step {
+	trimmed := strings.TrimSpace(data)
+	if strings.HasPrefix(trimmed, "[DONE]") {
+		return step{done: true, finished: d.finish != "", recognize: true}
+	}
+	if typ == "error" {
+		return errorStep(data)
+	}
+	m := obj(trimmed)
+	if m == nil {
+		return step{}
+	}
+	if raw, ok := m["error"]; ok && !isNull(raw) {
+		return errorStep(trimmed)
+	}
+	var s step
+	s.recognize = true
+	if d.model == "" {
+		d.model = jsonString(m["model"])
+	}
+	u := obj(string(m["usage"]))
+	if xg := obj(string(m["x_groq"])); xg != nil {
+		// Groq's own envelope: an id and, on the last chunk, usage.
+		if u == nil {
+			u = obj(string(xg["usage"]))
+		}
+		if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
+			d.requestID = id
+		}
+	}
+	if u != nil {
+		in, okIn := jsonInt(u["prompt_tokens"])
+		out, okOut := jsonInt(u["completion_tokens"])
+		if okIn || okOut {
+			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+	}
+	for _, c := range jsonArray(m["choices"]) {
+		if idx, ok := jsonInt(c["index"]); ok && idx != 0 {
+			continue
+		}
+		delta := obj(string(c["delta"]))
+		if delta != nil {
+			if t := contentText(delta["content"]); t != "" {
+				s.text += t
+				s.progress = true
+			}
+			for _, k := range []string{"reasoning_content", "reasoning", "refusal", "tool_calls"} {
+				if !isNull(delta[k]) {
+					s.progress = true
+				}
+			}
+		}
+		if fr := jsonString(c["finish_reason"]); fr != "" {
+			d.finish = fr
+			s.finished = true
+		}
+	}
+	return s
+}
+
+// contentText reads a delta's content: a string, or (Mistral) a list of
+// typed parts whose text parts are joined.
+func contentText(raw json.RawMessage) string {
+	if isNull(raw) {
+		return ""
+	}
+	if s := jsonString(raw); s != "" {
+		return s
+	}
+	var b strings.Builder
+	for _, p := range jsonArray(raw) {
+		if t := jsonString(p["type"]); t == "" || t == "text" {
+			b.WriteString(jsonString(p["text"]))
+		}
+	}
+	return b.String()
+}
+
+func (d *openaiDecoder) handle(typ, data string) step {
+	trimmed := strings.TrimSpace(data)
+	if typ != "error" && !strings.HasPrefix(trimmed, "[DONE]") {
+		if s, ok := d.fast(trimmed); ok {
+			return s
+		}
+	}
+	return d.handleMap(typ, data)
+}
+
+// openaiFast is the part of a Chat Completions chunk the decoder reads.
+type openaiFast struct {
+	Model *string         `json:"model"`
+	Error json.RawMessage `json:"error"`
+	Usage *struct {
+		PromptTokens     *float64 `json:"prompt_tokens"`
+		CompletionTokens *float64 `json:"completion_tokens"`
+	} `json:"usage"`
+	XGroq   json.RawMessage `json:"x_groq"`
+	Choices []*struct {
+		Index        *float64         `json:"index"`
+		Delta        *openaiFastDelta `json:"delta"`
+		FinishReason *string          `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+type openaiFastDelta struct {
+	Content          fastText        `json:"content"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	Refusal          json.RawMessage `json:"refusal"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+}
+
+// fast decodes trimmed (the data, already past [DONE] and error events);
+// ok is false when the map path must decide.
+func (d *openaiDecoder) fast(trimmed string) (step, bool) {
+	if !strings.HasPrefix(trimmed, "{") {
+		return step{}, false
+	}
+	var c openaiFast
+	if json.Unmarshal([]byte(trimmed), &c) != nil {
+		return step{}, false
+	}
+	if c.Error != nil && !isNull(c.Error) {
+		return errorStep(trimmed), true
+	}
+	s := step{recognize: true}
+	if d.model == "" {
+		d.model = fastString(c.Model)
+	}
+	if c.Usage != nil {
+		in, okIn := fastInt(c.Usage.PromptTokens)
+		out, okOut := fastInt(c.Usage.CompletionTokens)
+		if okIn || okOut {
+			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+	}
+	if c.XGroq != nil {
+		if xg := obj(string(c.XGroq)); xg != nil {
+			if u := obj(string(xg["usage"])); c.Usage == nil && u != nil {
+				in, okIn := jsonInt(u["prompt_tokens"])
+				out, okOut := jsonInt(u["completion_tokens"])
+				if okIn || okOut {
+					d.usage = &Usage{InputTokens: in, OutputTokens: out}
+				}
+			}
+			if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
+				d.requestID = id
+			}
+		}
+	}
+	for _, ch := range c.Choices {
+		if ch == nil { // the map path skips what is not an object
+			continue
+		}
+		if idx, ok := fastInt(ch.Index); ok && idx != 0 {
+			continue
+		}
+		if dl := ch.Delta; dl != nil {
+			if t := dl.Content.text(contentText); t != "" {
+				s.text += t
+				s.progress = true
+			}
+			if !isNull(dl.ReasoningContent) || !isNull(dl.Reasoning) || !isNull(dl.Refusal) || !isNull(dl.ToolCalls) {
+				s.progress = true
+			}
+		}
+		if fr := fastString(ch.FinishReason); fr != "" {
+			d.finish = fr
+			s.finished = true
+		}
+	}
+	return s, true
+}

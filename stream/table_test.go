@@ -1,0 +1,90 @@
+package stream
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// No code outside the provider table asks for a provider by name: every
+// per-provider fact is a column of providers.go.
+func TestNoProviderNameOutsideTheTable(t *testing.T) {
+	names := map[string]bool{}
+	for _, p := range Providers() {
+		names[p.Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "providers.go" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := parser.ParseFile(fset, f, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			if s, err := strconv.Unquote(lit.Value); err == nil && names[strings.ToLower(s)] {
+				t.Errorf("%s: provider name %s outside the table", fset.Position(lit.Pos()), lit.Value)
+			}
+			return true
+		})
+	}
+	if checked < 5 {
+		t.Fatalf("only %d files checked", checked)
+	}
+}
+
+// Every row's dialect is one stream knows, and a row's quirks reach the
+// request: the columns, not names, decide.
+func TestTableColumnsDecideTheRequest(t *testing.T) {
+	for _, p := range Providers() {
+		if _, ok := dialects[p.Dialect]; !ok {
+			t.Errorf("%s: unknown dialect %q", p.Name, p.Dialect)
+		}
+	}
+	// A new OpenAI-compatible provider is a row: it gets the dialect's
+	// defaults and its own quirks.
+	row := ProviderInfo{Name: "newco", Dialect: DialectOpenAI, NoStreamOptions: true, MaxTokensField: "max_output"}
+	hr, err := buildRequest(t.Context(), &row, Endpoint{Provider: "newco", BaseURL: "http://x.test/v1", Key: "k"},
+		Request{Target: Target{"newco", "m"}, Prompt: "hi", MaxTokens: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := string(mustRead(t, hr.Body))
+	if hr.URL.Path != "/v1/chat/completions" || strings.Contains(b, "stream_options") || !strings.Contains(b, `"max_output":7`) ||
+		hr.Header.Get("Authorization") != "Bearer k" {
+		t.Fatalf("%s %s %v", hr.URL, b, hr.Header)
+	}
+}
+
+func mustRead(t *testing.T, r interface{ Read([]byte) (int, error) }) []byte {
+	t.Helper()
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			return out
+		}
+	}
+}
