@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -656,17 +655,10 @@ func serverSource(s stream.DelaySource) bool {
 	return false
 }
 
-// oversize reports whether e ended a stream that passed the stream size
-// cap: the same target would send it again, so it is not retried there.
-//
-// HOOK (issue 14 point 7): until stream.Error carries an explicit flag for
-// it (the stream engineer's field, e.g. Oversize), this matches the message
-// stream/client.go writes for MaxStreamSize; replace the test with the field
-// once it lands.
-func oversize(e *stream.Error) bool {
-	return e.Class == stream.ClassServer && e.MidStream &&
-		strings.HasPrefix(e.Message, "the stream passed MaxStreamSize")
-}
+// oversize reports whether e ended a stream that passed a size cap
+// (stream.Error.Oversize): the same target would send it again, so it is not
+// retried there.
+func oversize(e *stream.Error) bool { return e.Oversize }
 
 // last returns the attempt being decided.
 func (r *run) last() *Attempt { return &r.res.Attempts[len(r.res.Attempts)-1] }

@@ -354,7 +354,7 @@ func TestMoveNamesItsCause(t *testing.T) {
 // on the same target.
 func TestOversizeNotRetriedOnSameTarget(t *testing.T) {
 	clearEnv(t)
-	big := stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassServer, Status: 200, MidStream: true,
+	big := stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassServer, Status: 200, MidStream: true, Oversize: true,
 		Message: "the stream passed MaxStreamSize (67108864 bytes) without ending"}}
 	d := retrytest.NewDoer().Always(A.String(), big).Always(B.String(), retrytest.OK("b"))
 	e, _ := newEngine(t, d)
