@@ -141,6 +141,12 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		NoColor:   a.getenv("NO_COLOR") != "",
 		Mouse:     o.mouse,
 		Curl:      cs.Providers.Curl(o.targets.MaxTokens),
+		// What the engine knows of a target (its cooldown, the pacer's
+		// hold) and clearing a stop: through the engine's own API.
+		TargetState: cs.Engine.TargetState,
+		ClearCooldown: func(_ context.Context, scope string) error {
+			return cs.History.Cooldowns().Clear(scope)
+		},
 	}
 	if cds, err := cs.History.Cooldowns().List(); err == nil {
 		opts.Cooldowns = cds
