@@ -88,6 +88,10 @@ type PaceState struct {
 	HoldUntil   time.Time // no request before this (zero: none)
 	Known       bool      // a response's headers told the limit
 	RateLearned bool      // Rate was learned from 429s, not read from headers
+	// HoldSource is where HoldUntil comes from: the server's own delay
+	// (retry-after, retry-after-ms, retry-info, message) or SourceReset when
+	// a limit window is spent; "" when there is no hold.
+	HoldSource stream.DelaySource
 }
 
 // gate is one target's pacing state; guarded by Pacer.mu.
@@ -198,14 +202,17 @@ func (p *Pacer) State(t stream.Target) PaceState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gateLocked(t)
-	h := g.hold
+	h, src := g.hold, g.holdSrc
 	for _, x := range []time.Time{g.reqHold, g.tokHold} {
 		if x.After(h) {
-			h = x
+			h, src = x, stream.SourceReset
 		}
 	}
+	if h.IsZero() {
+		src = stream.SourceNone
+	}
 	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known,
-		RateLearned: g.learned}
+		RateLearned: g.learned, HoldSource: src}
 }
 
 // Permit is one request's place at a target's gate: a concurrency slot from

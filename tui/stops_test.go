@@ -140,6 +140,20 @@ func TestPausedFromPacer(t *testing.T) {
 	}
 }
 
+// A hold that is the server's own delay (a Retry-After heard by another
+// call) is WAITING with its source, not PAUSED for a limit reset.
+func TestServerHoldIsWaiting(t *testing.T) {
+	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{anthropic: {HoldUntil: t0.Add(30 * time.Second), Known: true,
+		HoldSource: stream.SourceRetryAfter}}}
+	h := newHarness(t, 120, 40, Options{TargetState: es.state})
+	h.do(h.m.Init())
+	h.until("the state", func() bool { return strings.Contains(h.screen(), "WAITING") })
+	s := h.screen()
+	if strings.Contains(s, "PAUSED") || !strings.Contains(s, "the server asked to wait") {
+		t.Errorf("a server's hold shown as a limit pause, or without its source:\n%s", s)
+	}
+}
+
 // fakeArmed is the simulator's armed-fault API.
 type fakeArmed struct {
 	mu      sync.Mutex

@@ -336,8 +336,19 @@ func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.T
 			s.stopped, s.cooldown = false, nil
 		}
 		if h := ts.Pace.HoldUntil; h.After(now) && h.After(s.waitUntil) && s.busy() == "" {
-			s.waitFrom, s.waitUntil, s.paused = now, h, true
-			s.waitWhy = "pacing: no request before its limit resets"
+			server := ts.Pace.HoldSource != stream.SourceReset && ts.Pace.HoldSource != stream.SourceNone
+			switch {
+			case server && now.Before(s.waitUntil):
+				// The server's own delay, already shown from the call's
+				// events: keep its words, extend to the pacer's hold.
+				s.waitUntil = h
+			case server:
+				s.waitFrom, s.waitUntil, s.paused = now, h, false
+				s.waitWhy = "the server asked to wait (" + string(ts.Pace.HoldSource) + ")"
+			default:
+				s.waitFrom, s.waitUntil, s.paused = now, h, true
+				s.waitWhy = "pacing: no request before its limit resets"
+			}
 		}
 	}
 	p.invalidate()
