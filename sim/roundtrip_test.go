@@ -111,6 +111,7 @@ func TestRoundTripClasses(t *testing.T) {
 			name += "/" + c.fault.Code
 		}
 		t.Run(name, func(t *testing.T) {
+			s.ClearFaults("") // each case on its own: faults are state now
 			f := c.fault
 			f.Provider = c.provider
 			if err := s.Inject(f); err != nil {

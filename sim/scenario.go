@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-// providerNames are the simulated providers, in display order.
-var providerNames = []string{"openai", "anthropic", "gemini", "groq", "deepseek", "mistral", "xai"}
-
 // ScenarioInfo describes one named scenario.
 type ScenarioInfo struct {
 	Name        string `json:"name"`
