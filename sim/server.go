@@ -179,7 +179,12 @@ func (s *Server) SetScenario(name string) error {
 }
 
 func (s *Server) newState(provider string, c *providerConfig) *provState {
-	st := &provState{cfg: c}
+	st := &provState{cfg: c, phase: map[int]time.Duration{}}
+	for i, r := range c.Faults {
+		if r.PhaseRand && r.Every > 0 {
+			st.phase[i] = time.Duration(mix64(s.seed^seedOf(provider, fmt.Sprint(i))) % uint64(r.Every))
+		}
+	}
 	perMin := func(n, burst int64) limiter {
 		if n <= 0 {
 			return nil
