@@ -250,7 +250,10 @@ func wordsOf(r *rand.Rand, size int) string {
 		}
 		b.WriteString(words[r.IntN(len(words))])
 	}
-	return trimTo(b.String(), max(size, b.Len()))
+	if size == 0 {
+		return b.String()
+	}
+	return trimTo(b.String(), size)
 }
 
 // codeBlock is a fenced Go code block of about size bytes (default 1 KB).
