@@ -168,9 +168,12 @@ func (s *Server) SetScenario(name string) error {
 		sc = p
 	}
 	now := s.clock.Now()
+	s.mu.Lock()
+	seed := s.seed
+	s.mu.Unlock()
 	state := make(map[string]*provState, len(providerNames))
 	for _, p := range providerNames {
-		state[p] = s.newState(p, sc.Providers[p])
+		state[p] = s.newState(p, sc.Providers[p], seed)
 	}
 	s.mu.Lock()
 	s.scen, s.started, s.state = sc, now, state
@@ -178,11 +181,11 @@ func (s *Server) SetScenario(name string) error {
 	return nil
 }
 
-func (s *Server) newState(provider string, c *providerConfig) *provState {
+func (s *Server) newState(provider string, c *providerConfig, seed uint64) *provState {
 	st := &provState{cfg: c, phase: map[int]time.Duration{}}
 	for i, r := range c.Faults {
 		if r.PhaseRand && r.Every > 0 {
-			st.phase[i] = time.Duration(mix64(s.seed^seedOf(provider, fmt.Sprint(i))) % uint64(r.Every))
+			st.phase[i] = time.Duration(mix64(seed^seedOf(provider, fmt.Sprint(i))) % uint64(r.Every))
 		}
 	}
 	perMin := func(n, burst int64) limiter {
