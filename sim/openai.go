@@ -26,9 +26,9 @@ type errSpec struct {
 // envelope, headers, stream details and its documented error bodies.
 type compat struct {
 	paths    []string // chat completion paths below the prefix
-	envelope string   // "nested" (OpenAI), "groq" (nested, no param), "mistral" (flat, object:error), "xai" (flat code/error)
-	// headers: "openai" (x-ratelimit-* per minute), "groq" (requests per
-	// day, tokens per minute), "" (none).
+	envelope string   // "nested" (OpenAI), "nested-noparam" (Groq), "flat-object" (Mistral: object:error), "flat-code" (xAI: code/error)
+	// headers: "per-minute" (x-ratelimit-* per minute), "requests-per-day"
+	// (requests per day, tokens per minute), "" (none).
 	headers       string
 	versionHeader bool // openai-version and openai-processing-ms on answers
 	fingerprint   bool // system_fingerprint on answers
@@ -38,6 +38,7 @@ type compat struct {
 	usageOnFinish bool // usage rides on the finish chunk (Mistral), not its own chunk
 	forbidden     []string
 	rateLimit     func(e errorInfo) reply
+	slowDown      func(e errorInfo) reply // nil: the rate limit's answer
 	overload      errSpec
 	overload503   *errSpec // Code "503" (Groq: a plain 503 beside the 498)
 	server        errSpec  // status comes from the code (500, 502, 504)
@@ -53,15 +54,15 @@ type compat struct {
 // body wraps message, type and code in the provider's envelope.
 func (c *compat) body(message, typ string, code any) []byte {
 	switch c.envelope {
-	case "groq":
+	case "nested-noparam":
 		e := obj{"message", message, "type", typ}
 		if code != nil {
 			e = append(e, "code", code)
 		}
 		return mustJSON(obj{"error", e})
-	case "mistral":
+	case "flat-object":
 		return mustJSON(obj{"object", "error", "message", message, "type", typ, "param", nil, "code", code})
-	case "xai":
+	case "flat-code":
 		c, _ := code.(string)
 		if c == "" {
 			c = typ
@@ -292,9 +293,6 @@ func (openAIDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answer
 		chunk.Usage = null
 	}
 	usage := a.openAIUsage(c)
-	if c.serviceTier {
-		usage = append(obj{}, usage...) // the usage chunk names the tier, as the real one does
-	}
 	o.start("text/event-stream; charset=utf-8")
 	if !s.queue(ctx, o, a.pace) {
 		return
@@ -357,12 +355,11 @@ func (openAIDialect) errorReply(e errorInfo) reply {
 	case FaultRateLimit:
 		return c.rateLimit(e.withDefaults())
 	case FaultSlowDown:
-		if e.provider == "openai" {
+		if c.slowDown != nil {
 			if e.retryAfter <= 0 {
-				e.retryAfter = 5 * time.Second
+				e.retryAfter = defaultRetry(FaultSlowDown)
 			}
-			msg := "Your traffic grew too quickly, even though you're within your RPM and TPM limits. Please slow down and ramp up your traffic gradually."
-			return withRetryAfter(jsonReply(429, c.body(msg, "rate_limit_error", "slow_down")), e.retryAfter)
+			return c.slowDown(e)
 		}
 		return c.rateLimit(e.withDefaults())
 	case FaultOverload, FaultFailoverDemo:
@@ -418,7 +415,7 @@ func (openAIDialect) limitHeaders(p *provider, v limitView, h http.Header) {
 		return
 	}
 	req, reqHold := v.st.rpm, true
-	if c.headers == "groq" {
+	if c.headers == "requests-per-day" {
 		req, reqHold = v.st.rpd, false // Groq: requests are per day, tokens per minute
 	}
 	if req != nil {
@@ -452,7 +449,7 @@ var openAIBilling = map[string]string{
 func openAIContextLength(c **compat) func(e errorInfo, maxTok, got int64) reply {
 	return func(e errorInfo, maxTok, got int64) reply {
 		msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", maxTok, got)
-		if (*c).envelope == "mistral" {
+		if (*c).envelope == "flat-object" {
 			return jsonReply(400, (*c).body(msg, "invalid_request_error", "context_length_exceeded"))
 		}
 		return jsonReply(400, mustJSON(obj{"error", obj{"message", msg, "type", "invalid_request_error", "param", "messages", "code", "context_length_exceeded"}}))
@@ -466,13 +463,17 @@ var openAICompat, groqCompat, deepseekCompat, mistralCompat, xaiCompat *compat
 // initialized variables).
 func initCompat() {
 	openAICompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "nested", headers: "openai",
+		paths: []string{"/chat/completions"}, envelope: "nested", headers: "per-minute",
 		versionHeader: true, fingerprint: true, serviceTier: true, usageDetails: true, invalidCodes: true,
 		rateLimit: func(e errorInfo) reply {
 			long, ab := perMinuteText(e.unit())
 			msg := fmt.Sprintf("Rate limit reached for %s in organization org-simulated on %s (%s): Limit %d, Used %d, Requested %d. Please try again in %s. Visit https://platform.openai.com/account/rate-limits to learn more.",
 				e.model, long, ab, e.limit, e.used, e.requested, goDuration(e.retryAfter))
 			return withRetryAfter(jsonReply(429, openAICompat.body(msg, e.unit(), "rate_limit_exceeded")), e.retryAfter)
+		},
+		slowDown: func(e errorInfo) reply {
+			msg := "Your traffic grew too quickly, even though you're within your RPM and TPM limits. Please slow down and ramp up your traffic gradually."
+			return withRetryAfter(jsonReply(429, openAICompat.body(msg, "rate_limit_error", "slow_down")), e.retryAfter)
 		},
 		overload: errSpec{503, "Our servers are currently overloaded. Please try again later.", "service_unavailable_error", "server_is_overloaded"},
 		server:   errSpec{500, "The server had an error while processing your request. Sorry about that!", "server_error", nil},
@@ -509,7 +510,7 @@ func initCompat() {
 		contextLength: openAIContextLength(&openAICompat),
 	}
 	groqCompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "groq", headers: "groq", fingerprint: true, xGroq: true,
+		paths: []string{"/chat/completions"}, envelope: "nested-noparam", headers: "requests-per-day", fingerprint: true, xGroq: true,
 		rateLimit: func(e errorInfo) reply {
 			long, ab := "requests per minute", "RPM"
 			if e.unit() == "tokens" {
@@ -561,7 +562,7 @@ func initCompat() {
 		contextLength: openAIContextLength(&deepseekCompat),
 	}
 	mistralCompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "mistral", usageOnFinish: true,
+		paths: []string{"/chat/completions"}, envelope: "flat-object", usageOnFinish: true,
 		forbidden: []string{"max_completion_tokens", "store", "stream_options"},
 		rateLimit: func(errorInfo) reply {
 			return jsonReply(429, mistralCompat.body("Rate limit exceeded", "rate_limited", "1300"))
@@ -578,7 +579,7 @@ func initCompat() {
 		contextLength: openAIContextLength(&mistralCompat),
 	}
 	xaiCompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "xai", fingerprint: true, usageDetails: true,
+		paths: []string{"/chat/completions"}, envelope: "flat-code", fingerprint: true, usageDetails: true,
 		rateLimit: func(e errorInfo) reply {
 			what, unit := "requests", "Requests per Minute"
 			if e.unit() == "tokens" {
