@@ -498,6 +498,13 @@ func TestControlAPIArmedClearSeed(t *testing.T) {
 	if n, err := a.ClearFaults(ctx, ""); err != nil || n != 1 {
 		t.Errorf("clear all: %d %v", n, err)
 	}
+	if _, err := a.Arm(ctx, Fault{Provider: "openai", Kind: FaultOverload, For: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if armed, _ := a.Armed(ctx); len(armed) != 1 || armed[0].Label != "for 2s from its first hit" || armed[0].Left != -1 {
+		t.Errorf("armed episode %+v", armed)
+	}
+	s.ClearFaults("")
 	if seed, err := a.SetSeed(ctx, 99); err != nil || seed != 99 || s.Seed() != 99 {
 		t.Errorf("seed %d %v", seed, err)
 	}

@@ -208,6 +208,7 @@ func TestGenAISDKOracle(t *testing.T) {
 		{"prepay depleted", Fault{Kind: FaultSpendCap}, false, 402, "RESOURCE_EXHAUSTED", 1},
 		{"overloaded", Fault{Kind: FaultOverload}, false, 503, "UNAVAILABLE", 1},
 		{"mid-stream, documented framing", Fault{Kind: FaultMidStream}, true, 503, "UNAVAILABLE", 1},
+		{"mid-stream, bare form", Fault{Kind: FaultMidStream, Code: "bare"}, true, 503, "UNAVAILABLE", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
