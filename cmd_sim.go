@@ -32,9 +32,10 @@ func runSim(ctx context.Context, a *app, args []string) int {
 	file := fs.String("scenario-file", "", "load a scenario `file` (see sim/README.md)")
 	list := fs.Bool("list", false, "describe each scenario and fault kind, then exit")
 	asJSON := fs.Bool("json", false, "print one JSON document on stdout instead of text")
-	seed := fs.Int64("seed", 0, "seed for the answers' text and the scenario's fault draws")
+	seed := fs.Int64("seed", 0, "seed for ids, answers and fault draws; a fixed seed reproduces a run (0: random, printed)")
+	answer := fs.String("answer", "", "answer `shape`: words, paragraph, paragraphs or code, optionally :SIZE (e.g. paragraph:1MB, code:4KB, words:500t)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "Usage: limitscope sim [--listen ADDR] [--scenario NAME] [--scenario-file F] [--seed N] [--list] [--json]")
+		fmt.Fprintln(a.stderr, "Usage: limitscope sim [--listen ADDR] [--scenario NAME] [--scenario-file F] [--seed N] [--answer SHAPE[:SIZE]] [--list] [--json]")
 		fmt.Fprintln(a.stderr, "\nRuns every simulated provider on one loopback listener, under /{provider}/ with the real API's paths.")
 		fs.PrintDefaults()
 	}
@@ -68,7 +69,7 @@ func runSim(ctx context.Context, a *app, args []string) int {
 		return exitOK
 	}
 
-	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed})
+	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed, Answer: *answer})
 	if err != nil {
 		// A bad scenario, scenario file or listen address: configuration.
 		fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
@@ -88,13 +89,14 @@ func runSim(ctx context.Context, a *app, args []string) int {
 	if *asJSON {
 		if code := simWriteJSON(a, map[string]any{
 			"url": r.URL, "scenario": r.Server.Scenario(), "admin_url": r.URL + "/_sim",
+			"seed": r.Server.Seed(), "instance": r.Server.Instance(),
 			"key": sim.FakeKey, "providers": provs, "env": r.Env(),
 		}); code != exitOK {
 			return code
 		}
 	} else {
 		printSimBanner(a.stdout, r, provs)
-		fmt.Fprintf(a.stderr, "limitscope sim: serving scenario %q on %s until interrupted (Ctrl-C)\n", r.Server.Scenario(), r.URL)
+		fmt.Fprintf(a.stderr, "limitscope sim: serving scenario %q on %s with seed %d until interrupted (Ctrl-C)\n", r.Server.Scenario(), r.URL, r.Server.Seed())
 	}
 	<-ctx.Done()
 	if err := r.Close(); err != nil {
@@ -105,7 +107,7 @@ func runSim(ctx context.Context, a *app, args []string) int {
 }
 
 func printSimBanner(w io.Writer, r *sim.Running, provs []simProviderJSON) {
-	fmt.Fprintf(w, "limitscope simulator on %s (scenario %s)\n\n", r.URL, r.Server.Scenario())
+	fmt.Fprintf(w, "limitscope simulator on %s (scenario %s, seed %d; replay with --seed %d)\n\n", r.URL, r.Server.Scenario(), r.Server.Seed(), r.Server.Seed())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tBASE URL")
 	for _, p := range provs {
@@ -116,7 +118,7 @@ func printSimBanner(w io.Writer, r *sim.Running, provs []simProviderJSON) {
 	for _, e := range r.Env() {
 		fmt.Fprintf(w, "export %s\n", e)
 	}
-	fmt.Fprintf(w, "\n# admin: POST %s/_sim/scenario {\"name\":\"busy\"}, POST %s/_sim/fault {\"provider\":\"openai\",\"kind\":\"rate_limit\",\"retry_after\":\"20s\"}, GET %s/_sim/status\n", r.URL, r.URL, r.URL)
+	fmt.Fprintf(w, "\n# admin: POST %s/_sim/scenario {\"name\":\"busy\"}, POST %s/_sim/fault {\"provider\":\"openai\",\"kind\":\"rate_limit\",\"retry_after\":\"20s\"}, GET %s/_sim/armed, POST %s/_sim/clear {}, GET %s/_sim/status\n", r.URL, r.URL, r.URL, r.URL, r.URL)
 }
 
 // simWriteJSON prints v as one indented JSON document on stdout.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -146,5 +147,54 @@ func TestRunSimListenInUse(t *testing.T) {
 	a, stderr := simTestApp(t, io.Discard)
 	if code := runSim(t.Context(), a, []string{"--listen", strings.TrimPrefix(r.URL, "http://")}); code != exitUsage {
 		t.Errorf("exit %d, want 2 (%s)", code, stderr)
+	}
+}
+
+// The seed is printed (a random one by default, a fixed one as given) and
+// --answer shapes the answers; a bad shape is a usage error.
+func TestRunSimSeedAndAnswer(t *testing.T) {
+	var out bytes.Buffer
+	a, stderr := simTestApp(t, &out)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := runSim(ctx, a, []string{"--listen", "127.0.0.1:0"}); code != exitOK {
+		t.Fatalf("exit %d (%s)", code, stderr)
+	}
+	var seed int64
+	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "seed "):], "seed %d", &seed); err != nil || seed == 0 {
+		t.Errorf("banner names no random seed (%v):\n%s", err, out.String())
+	}
+
+	pr, pw := io.Pipe()
+	a, stderr = simTestApp(t, pw)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- runSim(ctx, a, []string{"--listen", "127.0.0.1:0", "--seed", "42", "--scenario", "bench", "--answer", "paragraph:2KB", "--json"})
+		pw.Close()
+	}()
+	var doc struct {
+		URL  string `json:"url"`
+		Seed int64  `json:"seed"`
+	}
+	if err := json.NewDecoder(pr).Decode(&doc); err != nil {
+		t.Fatalf("decode: %v (%s)", err, stderr)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if doc.Seed != 42 {
+		t.Errorf("seed %d, want 42", doc.Seed)
+	}
+	ep := stream.Endpoint{Provider: "openai", BaseURL: sim.BaseURL(doc.URL, "openai"), Key: stream.Secret(sim.FakeKey)}
+	res := (&stream.Client{}).Do(ctx, ep, stream.Request{Target: stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}, Prompt: "hi", MaxTokens: 4000}, nil)
+	if res.Err != nil || len(res.Text) != 2048 || strings.Contains(res.Text, "\n") {
+		t.Errorf("paragraph:2KB answer of %d bytes (%v)", len(res.Text), res.Err)
+	}
+	cancel()
+	<-done
+
+	a, _ = simTestApp(t, io.Discard)
+	if code := runSim(t.Context(), a, []string{"--answer", "sonnet"}); code != exitUsage {
+		t.Errorf("--answer sonnet: exit %d, want %d", code, exitUsage)
 	}
 }

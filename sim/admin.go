@@ -16,7 +16,10 @@ type Status struct {
 	Scenario  string           `json:"scenario"`
 	Since     time.Time        `json:"since"` // when the scenario started
 	Providers []ProviderStatus `json:"providers"`
-	Pending   []Fault          `json:"pending_faults"` // injected, not yet served (Count = what is left)
+	Pending   []Fault          `json:"pending_faults"` // injected, not yet spent (Count = what is left; 0: not counted)
+	Armed     []ArmedFault     `json:"armed"`          // every armed fault, hold and degradation (see Server.Armed)
+	Seed      int64            `json:"seed"`           // the seed in effect
+	Instance  string           `json:"instance"`       // this simulator's id (x-limitscope-sim-instance)
 }
 
 // ProviderStatus is one simulated provider's live limits and counters.
@@ -68,11 +71,16 @@ func (s *Server) Status() Status {
 		}
 		st.Providers = append(st.Providers, out)
 	}
-	for _, p := range s.pending {
-		f := p.f
-		f.Count = p.left
+	for _, a := range s.armed {
+		if a.hold || (!a.until.IsZero() && !now.Before(a.until)) || a.left == 0 {
+			continue
+		}
+		f := a.f
+		f.Count = max(a.left, 0)
 		st.Pending = append(st.Pending, f)
 	}
+	st.Seed, st.Instance = int64(s.seed), s.instance
+	st.Armed = s.armedLocked(now)
 	return st
 }
 
@@ -85,6 +93,8 @@ type faultJSON struct {
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 	Count        int    `json:"count,omitempty"`
 	Code         string `json:"code,omitempty"`
+	For          string `json:"for,omitempty"`
+	ForMS        int64  `json:"for_ms,omitempty"`
 }
 
 // MarshalJSON writes {"provider","kind","retry_after":"20s","count","code"}.
@@ -93,6 +103,9 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 	if f.RetryAfter > 0 {
 		j.RetryAfter = f.RetryAfter.String()
 		j.RetryAfterMS = f.RetryAfter.Milliseconds()
+	}
+	if f.For > 0 {
+		j.For, j.ForMS = f.For.String(), f.For.Milliseconds()
 	}
 	return json.Marshal(j)
 }
@@ -108,6 +121,16 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("fault: %w", err)
 	}
 	*f = Fault{Provider: raw.Provider, Kind: raw.Kind, Count: raw.Count, Code: raw.Code}
+	if raw.ForMS > 0 {
+		f.For = time.Duration(raw.ForMS) * time.Millisecond
+	}
+	if raw.For != "" {
+		d, err := parseDuration(raw.For)
+		if err != nil {
+			return fmt.Errorf("fault for: %w", err)
+		}
+		f.For = d
+	}
 	if raw.RetryAfterMS > 0 {
 		f.RetryAfter = time.Duration(raw.RetryAfterMS) * time.Millisecond
 	}
@@ -142,8 +165,8 @@ func adminError(w http.ResponseWriter, status int, err error) {
 	writeAdminJSON(w, status, map[string]string{"error": err.Error()})
 }
 
-// serveAdmin answers /_sim/: POST scenario, POST fault, GET status, GET
-// scenarios, GET faults.
+// serveAdmin answers /_sim/: POST scenario, POST fault, GET armed, POST
+// clear, POST and GET seed, GET status, GET scenarios, GET faults.
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	route := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/_sim"), "/")
 	body := func(v any) bool {
@@ -177,11 +200,45 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if !body(&f) {
 			return
 		}
-		if err := s.Inject(f); err != nil {
+		id, err := s.Arm(f)
+		if err != nil {
 			adminError(w, http.StatusBadRequest, err)
 			return
 		}
-		writeAdminJSON(w, http.StatusOK, obj{"injected", f})
+		writeAdminJSON(w, http.StatusOK, obj{"injected", f, "id", id})
+	case route == "/armed" && r.Method == http.MethodGet:
+		writeAdminJSON(w, http.StatusOK, s.Armed())
+	case route == "/clear" && r.Method == http.MethodPost:
+		var in struct {
+			ID       int    `json:"id"`
+			Provider string `json:"provider"`
+		}
+		if !body(&in) {
+			return
+		}
+		if in.ID != 0 {
+			if !s.ClearFault(in.ID) {
+				adminError(w, http.StatusNotFound, fmt.Errorf("no armed fault %d", in.ID))
+				return
+			}
+			writeAdminJSON(w, http.StatusOK, obj{"cleared", 1})
+			return
+		}
+		if in.Provider != "" && !knownProvider(in.Provider) {
+			adminError(w, http.StatusBadRequest, fmt.Errorf("unknown provider %q", in.Provider))
+			return
+		}
+		writeAdminJSON(w, http.StatusOK, obj{"cleared", s.ClearFaults(in.Provider)})
+	case route == "/seed" && r.Method == http.MethodPost:
+		var in struct {
+			Seed int64 `json:"seed"`
+		}
+		if !body(&in) {
+			return
+		}
+		writeAdminJSON(w, http.StatusOK, obj{"seed", s.SetSeed(in.Seed)})
+	case route == "/seed" && r.Method == http.MethodGet:
+		writeAdminJSON(w, http.StatusOK, obj{"seed", s.Seed()})
 	case route == "/status" && r.Method == http.MethodGet:
 		writeAdminJSON(w, http.StatusOK, s.Status())
 	case route == "/scenarios" && r.Method == http.MethodGet:
@@ -189,7 +246,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "/faults" && r.Method == http.MethodGet:
 		writeAdminJSON(w, http.StatusOK, Faults())
 	default:
-		adminError(w, http.StatusNotFound, fmt.Errorf("no admin route %s %s (POST /_sim/scenario, POST /_sim/fault, GET /_sim/status, GET /_sim/scenarios, GET /_sim/faults)", r.Method, r.URL.Path))
+		adminError(w, http.StatusNotFound, fmt.Errorf("no admin route %s %s (POST /_sim/scenario, POST /_sim/fault, GET /_sim/armed, POST /_sim/clear, POST|GET /_sim/seed, GET /_sim/status, GET /_sim/scenarios, GET /_sim/faults)", r.Method, r.URL.Path))
 	}
 }
 
@@ -254,7 +311,50 @@ func (a *Admin) SetScenario(ctx context.Context, name string) error {
 
 // Inject queues one fault on the running simulator.
 func (a *Admin) Inject(ctx context.Context, f Fault) error {
-	return a.do(ctx, http.MethodPost, "/fault", f, nil)
+	_, err := a.Arm(ctx, f)
+	return err
+}
+
+// Arm queues one fault on the running simulator and returns its id (for
+// ClearFault).
+func (a *Admin) Arm(ctx context.Context, f Fault) (int, error) {
+	var out struct {
+		ID int `json:"id"`
+	}
+	err := a.do(ctx, http.MethodPost, "/fault", f, &out)
+	return out.ID, err
+}
+
+// Armed lists the running simulator's armed faults (Server.Armed).
+func (a *Admin) Armed(ctx context.Context) ([]ArmedFault, error) {
+	var out []ArmedFault
+	err := a.do(ctx, http.MethodGet, "/armed", nil, &out)
+	return out, err
+}
+
+// ClearFault disarms one armed fault by its id.
+func (a *Admin) ClearFault(ctx context.Context, id int) error {
+	return a.do(ctx, http.MethodPost, "/clear", map[string]int{"id": id}, nil)
+}
+
+// ClearFaults disarms every armed fault on provider ("" every provider)
+// and returns how many it cleared.
+func (a *Admin) ClearFaults(ctx context.Context, provider string) (int, error) {
+	var out struct {
+		Cleared int `json:"cleared"`
+	}
+	err := a.do(ctx, http.MethodPost, "/clear", map[string]string{"provider": provider}, &out)
+	return out.Cleared, err
+}
+
+// SetSeed restarts the running simulator's ids and draws from seed (0: a
+// random one) and returns the seed in effect.
+func (a *Admin) SetSeed(ctx context.Context, seed int64) (int64, error) {
+	var out struct {
+		Seed int64 `json:"seed"`
+	}
+	err := a.do(ctx, http.MethodPost, "/seed", map[string]int64{"seed": seed}, &out)
+	return out.Seed, err
 }
 
 // Status reads the running simulator's scenario and per-provider levels.

@@ -50,6 +50,13 @@ func TestAdminEndpoint(t *testing.T) {
 	if r.status != 429 || r.header.Get("retry-after") != "20" {
 		t.Fatalf("openai %d retry-after %q", r.status, r.header.Get("retry-after"))
 	}
+	// A retry before the Retry-After has passed is refused with what is
+	// left of the wait; after it, the fault is gone.
+	clk.Advance(5 * time.Second)
+	if r := call(t, s, "openai", true); r.status != 429 || r.header.Get("retry-after") != "15" {
+		t.Errorf("a retry 5s into a 20s Retry-After: %d retry-after %q, want 429 and 15", r.status, r.header.Get("retry-after"))
+	}
+	clk.Advance(15 * time.Second)
 	if r := call(t, s, "openai", true); r.status != 200 {
 		t.Errorf("the fault hit twice: %d", r.status)
 	}

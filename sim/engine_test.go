@@ -89,7 +89,7 @@ func TestEngineWorkedCasesAgainstSim(t *testing.T) {
 // simulator's retry-after on the shared virtual clock and is served.
 func TestEngineWaitsOutNaturalLimit(t *testing.T) {
 	clk := retrytest.NewFakeClock(t0)
-	f := scenarioFile(t, "[openai]\nrpm = 1\n")
+	f := scenarioFile(t, "[openai]\nlimit_kind = window\nrpm = 1\n")
 	s, ts, _ := newTestSim(t, Options{Clock: clk, ScenarioFile: f})
 	eng := &retry.Engine{Doer: stream.Router{Endpoints: map[string]stream.Endpoint{
 		"openai": {Provider: "openai", BaseURL: BaseURL(ts.URL, "openai"), Key: stream.Secret(FakeKey)}}},

@@ -30,6 +30,10 @@ type Fault struct {
 	RetryAfter time.Duration // rate_limit, slow_down, daily_quota: the delay the server names; failover-demo: how long
 	Count      int           // how many requests it hits (0 = 1)
 	Code       string        // optional variant, e.g. OpenAI's "credit_balance_exhausted" for spend_cap; see README.md
+	// For bounds the fault in time: it disarms For after its first hit
+	// (0: no time bound). With Count 0 it hits every request until then
+	// (an overload episode that cannot leak into a later call).
+	For time.Duration
 }
 
 // FaultInfo describes one fault kind.
@@ -72,14 +76,7 @@ func knownFault(kind string) bool {
 	return false
 }
 
-func knownProvider(name string) bool {
-	for _, p := range providerNames {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func knownProvider(name string) bool { return providerOf(name) != nil }
 
 // validate checks a fault before it is queued.
 func (f Fault) validate() error {
@@ -94,6 +91,9 @@ func (f Fault) validate() error {
 	}
 	if f.RetryAfter < 0 {
 		return fmt.Errorf("fault retry-after %v is negative", f.RetryAfter)
+	}
+	if f.For < 0 {
+		return fmt.Errorf("fault duration %v is negative", f.For)
 	}
 	return nil
 }

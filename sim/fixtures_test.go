@@ -84,6 +84,7 @@ func TestErrorBodiesMatchFixtures(t *testing.T) {
 	s, _, _ := newTestSim(t, Options{})
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
+			s.ClearFaults("") // each case on its own: faults are state now
 			f := c.fault
 			f.Provider = c.provider
 			if err := s.Inject(f); err != nil {
@@ -167,7 +168,7 @@ func TestStreamsMatchFixtures(t *testing.T) {
 
 	t.Run("anthropic", func(t *testing.T) {
 		r := call(t, s, "anthropic", true)
-		got, want := sseEvents(string(r.body)), sseEvents(string(fixture(t, "anthropic/messages-stream-doc-basic.sse")))
+		got, want := sseEvents(string(r.body)), sseEvents(string(fixture(t, "anthropic/messages-stream-recorded.sse")))
 		names := func(evs [][2]string) string {
 			var n []string
 			for _, e := range evs {

@@ -52,3 +52,28 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 	})
 }
+
+// Any answer spec parses or fails with a message; a parsed one makes text
+// within its size, never a panic.
+func FuzzParseAnswer(f *testing.F) {
+	for _, s := range []string{"", "words", "paragraph:1MB", "paragraphs:3KB", "code:500t", "words:0", "code:-1", "paragraph:99999999MB", "x:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		a, err := parseAnswer(spec)
+		if err != nil {
+			return
+		}
+		if a.size < 0 || a.size > maxAnswerSize {
+			t.Fatalf("%q: size %d", spec, a.size)
+		}
+		if a.size > 1<<16 {
+			return // large sizes are covered by the tests; keep the fuzzer quick
+		}
+		s := &Server{answer: a, seed: 1}
+		pieces, _ := s.answerText(&simRequest{provider: "openai", model: "m", prompt: spec, maxTokens: 50})
+		if n := len(strings.Join(pieces, "")); n > 200 {
+			t.Fatalf("%q: %d bytes beyond max_tokens 50", spec, n)
+		}
+	})
+}

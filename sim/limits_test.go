@@ -154,7 +154,7 @@ func TestOpenAIWindowHeadersAndFailedRequestsCount(t *testing.T) {
 }
 
 func TestOpenAIWindow(t *testing.T) {
-	f := scenarioFile(t, "[openai]\nrpm = 2\n")
+	f := scenarioFile(t, "[openai]\nlimit_kind = window\nrpm = 2\n")
 	s, _, clk := newTestSim(t, Options{ScenarioFile: f})
 	call(t, s, "openai", true)
 	clk.Advance(20 * time.Second)

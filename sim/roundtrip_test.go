@@ -84,6 +84,8 @@ func TestRoundTripClasses(t *testing.T) {
 		{"groq", Fault{Kind: FaultDailyQuota}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
 		{"groq", Fault{Kind: FaultDailyQuota, Code: "tpd"}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
 		{"groq", Fault{Kind: FaultOverload}, want{status: 498, class: stream.ClassOverload}},
+		{"groq", Fault{Kind: FaultSpendCap}, want{status: 400, class: stream.ClassQuota, code: "organization_spend_limit_exceeded", scope: stream.ScopeAccount}},
+		{"openai", Fault{Kind: FaultDailyQuota}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
 		{"groq", Fault{Kind: FaultOverload, Code: "503"}, want{status: 503, class: stream.ClassOverload}},
 		{"groq", Fault{Kind: FaultRequestTooLarge}, want{status: 413, class: stream.ClassCaller, model: true}},
 		{"groq", Fault{Kind: FaultMidStream}, want{status: 200, class: stream.ClassOverload, midStream: true}},
@@ -111,6 +113,7 @@ func TestRoundTripClasses(t *testing.T) {
 			name += "/" + c.fault.Code
 		}
 		t.Run(name, func(t *testing.T) {
+			s.ClearFaults("") // each case on its own: faults are state now
 			f := c.fault
 			f.Provider = c.provider
 			if err := s.Inject(f); err != nil {

@@ -13,26 +13,14 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// prefixes are each provider's base-URL path under the simulator's root:
-// the real API's base URL path behind /{provider}.
-var prefixes = map[string]string{
-	"openai":    "/openai/v1",
-	"anthropic": "/anthropic",
-	"gemini":    "/gemini",
-	"groq":      "/groq/openai/v1",
-	"deepseek":  "/deepseek",
-	"mistral":   "/mistral/v1",
-	"xai":       "/xai/v1",
-}
-
 // BaseURL returns the value of a provider's *_BASE_URL for a simulator
 // served at root (e.g. "http://127.0.0.1:8787"); "" for an unknown provider.
 func BaseURL(root, provider string) string {
-	p, ok := prefixes[provider]
-	if !ok {
+	p := providerOf(provider)
+	if p == nil {
 		return ""
 	}
-	return strings.TrimSuffix(root, "/") + p
+	return strings.TrimSuffix(root, "/") + p.prefix
 }
 
 // Providers lists the simulated providers in display order.

@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-// providerNames are the simulated providers, in display order.
-var providerNames = []string{"openai", "anthropic", "gemini", "groq", "deepseek", "mistral", "xai"}
-
 // ScenarioInfo describes one named scenario.
 type ScenarioInfo struct {
 	Name        string `json:"name"`
@@ -31,6 +28,8 @@ type faultRule struct {
 	HasWindow  bool
 	Start, End time.Duration // [Start, End) since the scenario started; End 0 = open
 	Every      time.Duration // the window repeats with this period (0: once)
+	Phase      time.Duration // the window's shift in each period
+	PhaseRand  bool          // phase=random: a seeded shift per provider, so providers' windows are independent
 	Line       int           // where it was written, for messages
 }
 
@@ -40,7 +39,7 @@ func (r faultRule) active(elapsed time.Duration) bool {
 		return true
 	}
 	if r.Every > 0 {
-		elapsed %= r.Every
+		elapsed = (elapsed + r.Every - r.Phase%r.Every) % r.Every
 	}
 	return elapsed >= r.Start && (r.End == 0 || elapsed < r.End)
 }
@@ -82,6 +81,9 @@ func defaultProvider(name string) *providerConfig {
 		FirstTokenDelay: 400 * time.Millisecond, ContextWindow: 128000, PriceIn: 1, PriceOut: 4}
 	switch name {
 	case "openai":
+		// Continuous replenishment: x-ratelimit-reset-* is the time until
+		// the limit is full again (about 120 ms after 1 of 500 RPM).
+		c.LimitKind = "bucket"
 		c.RPM, c.TPM = 500, 200000
 		c.PriceIn, c.PriceOut = 0.25, 2
 		c.TokensPerSecond = 80
@@ -177,10 +179,15 @@ rpm = 12
 rpm = 12
 `},
 	{"overloaded", `
-description = capacity trouble: bursts of 529/503 (Groq 498) for 10 s in every 30 s, scattered ones between
+description = capacity trouble: each provider has its own bursts of 529/503 (Groq 498), 10 s in every 30 s at its own phase, scattered ones between
 [*]
-window = 0s-10s overload p=0.9 every=30s
+window = 0s-10s overload p=0.9 every=30s phase=random
 fault = overload 0.15
+`},
+	{"outage", `
+description = every provider overloaded at once: 529/503 (Groq 498) on every request for 10 s in every 30 s, so failover cannot help then
+[*]
+window = 0s-10s overload every=30s
 `},
 	{"spend-cap", `
 description = tiny spend budgets: after a few requests each provider returns its quota error (Anthropic enforced_spend_limit_reached, OpenAI insufficient_quota, 402s) until the month ends
@@ -207,11 +214,11 @@ fault = cut 0.1
 fault = server_error 0.1
 `},
 	{"failover-demo", `
-description = OpenAI (the primary) degrades 5 s after the scenario starts: 529/503 overloads and 429s with a 30 s retry-after; every other provider stays healthy
+description = OpenAI (the primary) is degraded from the first request: 529/503 overloads and 429s with a 30 s retry-after; every other provider stays healthy
 primary = openai
 [openai]
-window = 5s- overload p=0.6
-window = 5s- rate_limit retry_after=30s
+window = 0s- overload p=0.6
+window = 0s- rate_limit retry_after=30s
 `},
 }
 
@@ -490,6 +497,15 @@ func parseFaultRule(value string, windowed bool) (faultRule, error) {
 			r.RetryAfter, err = parseDuration(v)
 		case "code":
 			r.Code = v
+		case "phase":
+			if !windowed {
+				return r, fmt.Errorf("phase= only applies to window lines")
+			}
+			if v == "random" {
+				r.PhaseRand = true
+			} else {
+				r.Phase, err = parseDuration(v)
+			}
 		case "every":
 			if !windowed {
 				return r, fmt.Errorf("every= only applies to window lines")
@@ -502,7 +518,7 @@ func parseFaultRule(value string, windowed bool) (faultRule, error) {
 				err = fmt.Errorf("every=%s is shorter than the window", v)
 			}
 		default:
-			return r, fmt.Errorf("unknown option %q (known: p, retry_after, code, every)", k)
+			return r, fmt.Errorf("unknown option %q (known: p, retry_after, code, every, phase)", k)
 		}
 		if err != nil {
 			return r, err

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPresetsParseAndAreListed(t *testing.T) {
-	want := []string{"calm", "bench", "busy", "overloaded", "spend-cap", "daily-quota", "mid-stream", "flaky", "failover-demo"}
+	want := []string{"calm", "bench", "busy", "overloaded", "outage", "spend-cap", "daily-quota", "mid-stream", "flaky", "failover-demo"}
 	got := Scenarios()
 	if len(got) != len(want) {
 		t.Fatalf("%d scenarios, want %d", len(got), len(want))
@@ -164,9 +164,11 @@ func TestPresetBehaviour(t *testing.T) {
 		}
 	})
 	t.Run("failover-demo", func(t *testing.T) {
+		// Degraded from the first request, so a one-shot send fails over
+		// (issue 12 point 4).
 		s, _, clk := newTestSim(t, Options{Scenario: "failover-demo"})
-		if r := call(t, s, "openai", true); r.status != 200 {
-			t.Fatalf("before 5s: %d", r.status)
+		if r := call(t, s, "openai", true); r.status != 503 && r.status != 429 {
+			t.Fatalf("first request: %d, want the degraded primary's 503 or 429", r.status)
 		}
 		clk.Advance(6 * time.Second)
 		for i := 0; i < 10; i++ {

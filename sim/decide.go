@@ -1,0 +1,351 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// decision is what the simulator does with one admitted request.
+type decision struct {
+	reply     *reply // an HTTP error to send instead of an answer
+	kind      string // "" (a clean answer), FaultReset, FaultCut, FaultHang, FaultMidStream
+	code      string
+	info      errorInfo   // what an error (also a mid-stream one) names
+	header    http.Header // rate-limit headers and request id, on every answer
+	requestID string
+	idSeed    uint64 // for message/response ids
+}
+
+// limitView reads a provider's limits at one instant, with the refusals
+// in force: while a 429 holds the provider, its requests limit shows
+// nothing left until the hold ends, so headers and body agree.
+type limitView struct {
+	st   *provState
+	now  time.Time
+	hold time.Time // a 429 hold's end; zero: none
+}
+
+// level is what l has left and how long until it is full again; hold
+// applies the 429 hold (the requests limit only).
+func (v limitView) level(l limiter, hold bool) (int64, time.Duration) {
+	rem, reset := int64(l.Remaining(v.now)), l.ResetIn(v.now)
+	if hold && v.now.Before(v.hold) {
+		rem = 0
+		reset = max(reset, v.hold.Sub(v.now))
+	}
+	return rem, reset
+}
+
+// decide fits the request into the provider's state at now: the armed
+// faults first, then a failover-demo degradation, the scenario's
+// schedule, and the documented limits. Called with s.mu held.
+func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
+	now := s.clock.Now()
+	st := s.state[p.name]
+	cfg := st.cfg
+	d := decision{header: http.Header{}}
+	d.idSeed = s.nextSeed()
+	d.requestID = p.newID(idRand(d.idSeed))
+	st.requests++
+
+	maxOut := req.maxTokens
+	if maxOut <= 0 {
+		maxOut = outTokens
+	}
+	in := float64(req.inputTokens)
+
+	// OpenAI counts failed requests against its per-minute limit; Gemini
+	// counts even 503s against the daily quota.
+	var rpmWait time.Duration
+	if st.rpm != nil {
+		rpmWait = st.rpm.Wait(now, 1)
+		if p.failuresCount {
+			st.rpm.Take(now, 1)
+		}
+	}
+	var rpdWait time.Duration
+	if st.rpd != nil {
+		rpdWait = st.rpd.Wait(now, 1)
+		if p.dayCountsFailures {
+			st.rpd.Take(now, 1)
+		}
+	}
+	rampWait := s.ramp(st, now)
+
+	d.info = errorInfo{provider: p.name, model: req.model, requestID: d.requestID}
+	fail := func(kind, code string, retry time.Duration) decision {
+		info := &d.info
+		info.kind, info.code, info.retryAfter = kind, code, retry
+		switch kind {
+		case FaultReset, FaultCut, FaultHang, FaultMidStream:
+			d.kind, d.code = kind, code
+			if kind == FaultCut || kind == FaultMidStream || (kind == FaultHang && code == "stall") {
+				s.account(p, st, now, in, maxOut, outTokens) // the model ran
+			}
+			st.errors++
+		default:
+			if info.limit == 0 {
+				s.fillLimitInfo(info, st, kind)
+			}
+			if info.resetAt.IsZero() && (kind == FaultSpendCap || kind == FaultDailyQuota) {
+				info.resetAt = s.spendReset(st, now)
+			}
+			rp := errorReply(*info)
+			d.reply = &rp
+			st.errors++
+		}
+		p.d.limitHeaders(p, limitView{st: st, now: now, hold: s.holdEnd(p.name, now)}, d.header)
+		return d
+	}
+
+	// Armed faults first: injected ones and the holds they left.
+	if a := s.armedFor(p.name, req, now); a != nil {
+		d.info.resetAt = a.resetAt
+		return fail(a.kind, a.code, a.retryAfter)
+	}
+	// A failover-demo degradation.
+	if now.Before(st.degradedUntil) {
+		if s.rng.Float64() < 0.6 {
+			return fail(FaultOverload, "", 0)
+		}
+		// A 429 with retry-after 30s (or until the degradation ends), and
+		// refusing until then.
+		retry := min(30*time.Second, st.degradedUntil.Sub(now))
+		s.hold(p.name, FaultRateLimit, "", retry, now)
+		return fail(FaultRateLimit, "", retry)
+	}
+	// The scenario's schedule.
+	elapsed := now.Sub(s.started)
+	for i, r := range cfg.Faults {
+		if !r.active(elapsed + st.phase[i]) {
+			continue
+		}
+		if r.Prob >= 1 || s.rng.Float64() < r.Prob {
+			if r.Kind == FaultRateLimit || r.Kind == FaultSlowDown {
+				retry := r.RetryAfter
+				if retry <= 0 {
+					retry = defaultRetry(r.Kind)
+				}
+				s.hold(p.name, r.Kind, r.Code, retry, now)
+				return fail(r.Kind, r.Code, retry)
+			}
+			return fail(r.Kind, r.Code, r.RetryAfter)
+		}
+	}
+
+	// The documented limits.
+	if cfg.ContextWindow > 0 && int64(req.inputTokens) > cfg.ContextWindow {
+		d.info.limit, d.info.requested = cfg.ContextWindow, int64(req.inputTokens)
+		return fail(FaultContextLength, "", 0)
+	}
+	if p.tokensAtAdmission && st.tpm != nil && int64(req.inputTokens+maxOut) > st.tpm.Limit() {
+		d.info.limit, d.info.requested = st.tpm.Limit(), int64(req.inputTokens+maxOut)
+		return fail(FaultRequestTooLarge, "", 0)
+	}
+	if cfg.BudgetUSD > 0 {
+		s.rollSpend(st, now)
+		if st.spent >= cfg.BudgetUSD {
+			return fail(FaultSpendCap, cfg.SpendCode, 0)
+		}
+	}
+	if rpdWait > 0 {
+		d.info.metric, d.info.limit, d.info.used = "requests", st.rpd.Limit(), st.rpd.Limit()
+		d.info.resetAt = now.Add(rpdWait)
+		return fail(FaultDailyQuota, "rpd", rpdWait)
+	}
+	if st.tpd != nil {
+		if w := st.tpd.Wait(now, in+float64(outTokens)); w > 0 {
+			d.info.metric, d.info.limit = "tokens", st.tpd.Limit()
+			d.info.used = st.tpd.Limit() - int64(st.tpd.Remaining(now))
+			d.info.requested = int64(in) + int64(outTokens)
+			d.info.resetAt = now.Add(w)
+			return fail(FaultDailyQuota, "tpd", w)
+		}
+	}
+	type check struct {
+		l      limiter
+		n      float64
+		metric string
+	}
+	checks := []check{{st.itpm, in, "input tokens"}, {st.otpm, float64(maxOut), "output tokens"}}
+	if p.tokensAtAdmission {
+		checks = append(checks, check{st.tpm, in + float64(maxOut), "tokens"})
+	} else {
+		checks = append(checks, check{st.tpm, in, "tokens"})
+	}
+	if rpmWait > 0 {
+		d.info.metric, d.info.limit, d.info.used, d.info.requested = "requests", st.rpm.Limit(), st.rpm.Limit(), 1
+		return fail(FaultRateLimit, "", rpmWait)
+	}
+	for _, c := range checks {
+		if c.l == nil {
+			continue
+		}
+		if w := c.l.Wait(now, c.n); w > 0 {
+			d.info.metric, d.info.limit = c.metric, c.l.Limit()
+			d.info.used = c.l.Limit() - int64(c.l.Remaining(now))
+			d.info.requested = int64(c.n)
+			return fail(FaultRateLimit, "", w)
+		}
+	}
+	if rampWait > 0 {
+		return fail(FaultSlowDown, "", rampWait)
+	}
+
+	s.account(p, st, now, in, maxOut, outTokens)
+	p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
+	return d
+}
+
+// defaultRetry is the delay a rate_limit or slow_down fault names when it
+// is given none.
+func defaultRetry(kind string) time.Duration {
+	if kind == FaultSlowDown {
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// account spends an admitted request's units and cost.
+func (s *Server) account(p *provider, st *provState, now time.Time, in float64, maxOut, out int) {
+	if st.rpm != nil && !p.failuresCount {
+		st.rpm.Take(now, 1)
+	}
+	if st.rpd != nil && !p.dayCountsFailures {
+		st.rpd.Take(now, 1)
+	}
+	if st.tpm != nil {
+		if p.tokensAtAdmission {
+			st.tpm.Take(now, in+float64(maxOut)) // counted at admission on max_tokens
+		} else {
+			st.tpm.Take(now, in+float64(out))
+		}
+	}
+	if st.itpm != nil {
+		st.itpm.Take(now, in)
+	}
+	if st.otpm != nil {
+		st.otpm.Take(now, float64(out))
+	}
+	if st.tpd != nil {
+		st.tpd.Take(now, in+float64(out))
+	}
+	s.rollSpend(st, now)
+	st.spent += in*st.cfg.PriceIn/1e6 + float64(out)*st.cfg.PriceOut/1e6
+}
+
+// rollSpend starts a new budget period when the current one is over.
+func (s *Server) rollSpend(st *provState, now time.Time) {
+	var key int64
+	if st.cfg.BudgetPeriod > 0 {
+		key = int64(now.Sub(s.started) / st.cfg.BudgetPeriod)
+	} else {
+		u := now.UTC()
+		key = int64(u.Year())*12 + int64(u.Month())
+	}
+	if key != st.spendKey {
+		st.spendKey, st.spent = key, 0
+	}
+}
+
+// spendReset is when the budget period ends.
+func (s *Server) spendReset(st *provState, now time.Time) time.Time {
+	if st.cfg.BudgetPeriod > 0 {
+		n := now.Sub(s.started)/st.cfg.BudgetPeriod + 1
+		return s.started.Add(n * st.cfg.BudgetPeriod)
+	}
+	u := now.UTC()
+	return time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// ramp applies the acceleration limit: it records the request and returns
+// how long to slow down (0: fine).
+func (s *Server) ramp(st *provState, now time.Time) time.Duration {
+	cut := now.Add(-time.Minute)
+	i := 0
+	for i < len(st.recent) && st.recent[i].Before(cut) {
+		i++
+	}
+	st.recent = st.recent[i:]
+	if len(st.recent) >= 10000 {
+		st.recent = st.recent[1:]
+	}
+	cfg := st.cfg
+	var wait time.Duration
+	if cfg.RampFloor > 0 && cfg.RampWindow > 0 {
+		winStart := now.Add(-cfg.RampWindow)
+		recent, earlier := 1, 0 // this request counts as recent
+		var oldestRecent time.Time
+		for _, t := range st.recent {
+			if t.After(winStart) {
+				if recent == 1 {
+					oldestRecent = t
+				}
+				recent++
+			} else {
+				earlier++
+			}
+		}
+		base := float64(earlier) * cfg.RampWindow.Seconds() / (time.Minute - cfg.RampWindow).Seconds()
+		allowed := math.Max(float64(cfg.RampFloor), cfg.RampFactor*base)
+		if float64(recent) > allowed {
+			wait = oldestRecent.Add(cfg.RampWindow).Sub(now)
+			if wait < time.Second {
+				wait = time.Second
+			}
+		}
+	}
+	st.recent = append(st.recent, now)
+	return wait
+}
+
+// fillLimitInfo fills a rate-limit body's numbers from the state: a
+// refused request names the limit as used up, as the headers show it.
+func (s *Server) fillLimitInfo(info *errorInfo, st *provState, kind string) {
+	now := s.clock.Now()
+	switch kind {
+	case FaultRateLimit, FaultSlowDown:
+		if st.rpm != nil {
+			info.metric, info.limit = "requests", st.rpm.Limit()
+			info.used, info.requested = info.limit, 1
+		}
+	case FaultDailyQuota:
+		if st.rpd != nil {
+			info.metric, info.limit = "requests", st.rpd.Limit()
+			info.used, info.requested = info.limit, 1
+		}
+	case FaultRequestTooLarge:
+		if st.tpm != nil {
+			info.limit = st.tpm.Limit()
+			info.requested = info.limit + int64(math.Max(1, st.tpm.Remaining(now)/10))
+		}
+	case FaultContextLength:
+		info.limit = st.cfg.ContextWindow
+	}
+}
+
+// rfc3339Reset formats now+d in RFC 3339, UTC, to the second (rounded up).
+func rfc3339Reset(now time.Time, d time.Duration) string {
+	t := now.Add(d).UTC()
+	if t.Truncate(time.Second) != t {
+		t = t.Truncate(time.Second).Add(time.Second)
+	}
+	return t.Format(time.RFC3339)
+}
+
+const (
+	base58     = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+	hexDigits  = "0123456789abcdef"
+	lowerAlnum = "0123456789abcdefghjkmnpqrstvwxyz"
+	alnum      = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+func randChars(r *rand.Rand, set string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = set[r.IntN(len(set))]
+	}
+	return string(b)
+}

@@ -1,0 +1,249 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// dialect is one wire dialect the simulator speaks (OpenAI-compatible,
+// Anthropic, Gemini): everything about a request and its answer that
+// differs by dialect. The limits, faults and decisions around it are
+// shared (server.go, limits.go, faults.go). Each dialect keeps its own wire
+// code on purpose: the simulator is the independent oracle that catches the
+// stream package's mistakes, so it never borrows stream's encoders.
+type dialect interface {
+	// route checks the path and method below the provider's prefix, filling
+	// what the path carries (Gemini: the model and the method). A false
+	// return comes with the provider's 404.
+	route(p *provider, r *http.Request, sub string, req *simRequest) (reply, bool)
+	// auth checks the key in the provider's documented forms; a false
+	// return comes with the provider's own auth (or version) error.
+	auth(p *provider, r *http.Request, requestID string) (reply, bool)
+	// parse reads the body into req; a false return comes with the
+	// provider's validation error.
+	parse(p *provider, body []byte, r *http.Request, req *simRequest, requestID string) (reply, bool)
+	// stream writes a streamed answer, broken as the plan says.
+	stream(s *Server, ctx context.Context, o *sseOut, a *answerPlan)
+	// answer is the plain JSON answer (no stream): content type and body.
+	answer(a *answerPlan) (string, any)
+	// errorReply is the provider's documented HTTP error for a failure kind.
+	errorReply(e errorInfo) reply
+	// midStreamAsHTTP is the HTTP error a non-streaming request gets where a
+	// stream would have broken with a mid-stream error (same kind and code).
+	midStreamAsHTTP(e errorInfo) reply
+	// tooLarge is the answer to a body above the simulator's size limit.
+	tooLarge(e errorInfo) reply
+	// limitHeaders sets the provider's rate-limit headers from the state.
+	limitHeaders(p *provider, v limitView, h http.Header)
+}
+
+// provider is one simulated provider: its place under the root, its
+// dialect, and the facts that differ between providers of one dialect.
+// The table below is the only place provider names are compared.
+type provider struct {
+	name     string
+	prefix   string // the real base URL's path, below /{name}
+	d        dialect
+	idHeader string                    // the request-id response header ("": none)
+	newID    func(r *rand.Rand) string // a request id in the provider's shape
+	// failuresCount: failed requests count against the per-minute requests
+	// limit (OpenAI documents it).
+	failuresCount bool
+	// dayCountsFailures: every request counts against the per-day quota,
+	// even a 503 (Gemini).
+	dayCountsFailures bool
+	// dayAtMidnight: the per-day limits reset at midnight Pacific (Gemini);
+	// otherwise a day-long bucket (Groq's documented reset times).
+	dayAtMidnight bool
+	// tokensAtAdmission: the tokens-per-minute limit counts input plus
+	// max_tokens when the request is admitted, and a request above the whole
+	// limit is "Request too large" (OpenAI, Groq).
+	tokensAtAdmission bool
+	compat            *compat // OpenAI-compatible providers' data; nil for the others
+}
+
+// providers is the provider table, in display order; providerNames
+// their names. Both are set once by init and never written after.
+var (
+	providers     []*provider
+	providerNames []string
+)
+
+func init() {
+	initCompat()
+	providers = providerTable()
+	for _, p := range providers {
+		providerNames = append(providerNames, p.name)
+	}
+}
+
+func providerTable() []*provider {
+	return []*provider{
+		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID,
+			failuresCount: true, tokensAtAdmission: true, compat: openAICompat},
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID},
+		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
+			dayCountsFailures: true, dayAtMidnight: true},
+		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID,
+			tokensAtAdmission: true, compat: groqCompat},
+		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
+		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
+		{name: "xai", prefix: "/xai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: xaiCompat},
+	}
+}
+
+// providerOf returns the named provider's row, or nil.
+func providerOf(name string) *provider {
+	for _, p := range providers {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func hexID(r *rand.Rand) string       { return "req_" + randChars(r, hexDigits, 32) }
+func anthropicID(r *rand.Rand) string { return "req_011C" + randChars(r, base58, 20) }
+func groqID(r *rand.Rand) string      { return "req_01" + randChars(r, lowerAlnum, 24) }
+
+// simRequest is one request, as every dialect reduces it.
+type simRequest struct {
+	provider     string
+	model        string
+	stream       bool
+	includeUsage bool   // OpenAI stream_options.include_usage
+	geminiSSE    bool   // ?alt=sse on streamGenerateContent
+	method       string // Gemini: generateContent or streamGenerateContent
+	maxTokens    int    // 0: not given
+	inputTokens  int
+	prompt       string // all the text sent, for the answer and the request's fingerprint
+}
+
+const maxRequestBody = 32 << 20
+
+// serveProvider answers one request to a simulated provider: route, auth,
+// parse (the dialect's), then the shared decision, then the dialect's
+// answer or error.
+func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provider, sub string) {
+	req := &simRequest{provider: p.name}
+	fallbackID := s.newID(p)
+	send := func(rp reply) {
+		if p.idHeader != "" {
+			rp.header.Set(p.idHeader, fallbackID)
+		}
+		writeReply(w, rp)
+	}
+	if bad, ok := p.d.route(p, r, sub, req); !ok {
+		send(bad)
+		return
+	}
+	if bad, ok := p.d.auth(p, r, fallbackID); !ok {
+		send(bad)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			send(p.d.tooLarge(errorInfo{provider: p.name, model: req.model, requestID: fallbackID}))
+		}
+		return
+	}
+	if bad, ok := p.d.parse(p, body, r, req, fallbackID); !ok {
+		send(bad)
+		return
+	}
+
+	pieces, truncated := s.answerText(req)
+	text := strings.Join(pieces, "")
+	out := tokensOf(text)
+
+	s.mu.Lock()
+	d := s.decide(p, req, out)
+	cfg := *s.state[p.name].cfg
+	s.mu.Unlock()
+
+	h := w.Header()
+	for k, vs := range d.header {
+		h[k] = vs
+	}
+	if p.idHeader != "" {
+		h.Set(p.idHeader, d.requestID)
+	}
+	if d.reply != nil {
+		writeReply(w, *d.reply)
+		return
+	}
+
+	pace := s.pacing(&cfg)
+	ctx := r.Context()
+	switch {
+	case d.kind == FaultReset:
+		resetConn(w)
+		return
+	case d.kind == FaultHang && d.code != "stall":
+		if s.hang(ctx) {
+			resetConn(w) // the simulator is closing: drop the connection, never a fake 200
+		}
+		return
+	}
+
+	finish := "stop"
+	if truncated {
+		finish = "length"
+	}
+	a := &answerPlan{req: req, d: d, pieces: pieces, text: text, out: out, finish: finish, pace: pace,
+		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg}
+	if !req.stream {
+		if !pace.sleep(ctx, s.closed, pace.firstToken+pace.perToken*time.Duration(out)) {
+			return
+		}
+		switch d.kind {
+		case FaultMidStream:
+			// A plain JSON answer cannot break part-way: the failure a
+			// stream would have carried comes as the HTTP error it stands for.
+			rp := p.d.midStreamAsHTTP(d.info)
+			for k, vs := range rp.header {
+				h[k] = vs
+			}
+			writeReply(w, rp)
+			return
+		case FaultCut:
+			ct, body := p.d.answer(a)
+			cutJSON(w, ct, mustJSON(body), d.code)
+			return
+		case FaultHang:
+			if s.hang(ctx) {
+				resetConn(w)
+			}
+			return
+		}
+		ct, body := p.d.answer(a)
+		w.Header().Set("Content-Type", ct)
+		writeReply(w, reply{status: http.StatusOK, header: http.Header{}, body: mustJSON(body)})
+		return
+	}
+	o := newSSE(w)
+	p.d.stream(s, ctx, o, a)
+}
+
+// newID makes a request id for an answer given before any decision.
+func (s *Server) newID(p *provider) string {
+	s.mu.Lock()
+	seed := s.nextSeed()
+	s.mu.Unlock()
+	return p.newID(idRand(seed))
+}
+
+// notFound is the simulator's own 404 for a path outside every provider.
+func notFound(path string) reply {
+	return jsonReply(404, mustJSON(map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("simulator: no provider at %q; providers are mounted at /%s", path, strings.Join(providerNames, ", /")),
+		"type":    "not_found"}}))
+}
