@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +57,17 @@ func newTestApp(env map[string]string) *testApp {
 
 // simEnv starts a simulator and returns the environment that points the
 // real-provider path of every command at it, as a user's base URLs would.
-func simEnv(t *testing.T) (*sim.Running, map[string]string) {
+//
+// A clock, when given, is the simulator's: a test whose engine waits on a
+// fake clock gives the simulator the same one, so that a wait the engine took
+// (a Retry-After honoured) has passed for the simulator too.
+func simEnv(t *testing.T, clock ...sim.Clock) (*sim.Running, map[string]string) {
 	t.Helper()
-	r, err := sim.Start(context.Background(), "127.0.0.1:0", sim.Options{Scenario: "calm", TokensPerSecond: 1e6})
+	opts := sim.Options{Scenario: "calm", TokensPerSecond: 1e6}
+	if len(clock) > 0 {
+		opts.Clock = clock[0]
+	}
+	r, err := sim.Start(context.Background(), "127.0.0.1:0", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +150,15 @@ func TestSendWorkedCases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			clearEnv(t)
-			r, env := simEnv(t)
+			env := map[string]string{}
+			ta := newTestApp(env)
+			r, senv := simEnv(t, ta.clock)
+			maps.Copy(env, senv)
 			for _, f := range tc.faults {
 				if err := r.Server.Inject(f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			ta := newTestApp(env)
 			args := append([]string{"send", "--json", "--no-history"}, tc.args...)
 			code := run(context.Background(), ta.app, append(args, "hello"))
 			d := decodeSend(t, ta.out.Bytes())
