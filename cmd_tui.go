@@ -135,6 +135,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		Simulated: cs.Providers.Simulated,
 		Scenario:  cs.Providers.Scenario,
 		Faults:    cs.Providers.Faults(),
+		Armed:     cs.Providers.ArmedFaults(cs.History.Cooldowns()),
 		History:   cs.History.ConsoleHistory(),
 		Version:   version,
 		Now:       a.now,

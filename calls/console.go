@@ -2,9 +2,11 @@ package calls
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/store"
 	"github.com/limitscope/limitscope/stream"
@@ -68,11 +70,61 @@ func (p *Providers) Faults() tui.Faults {
 	return simFaults{srv: p.Sim.Server}
 }
 
-// simFaults is tui.Faults on the embedded simulator.
-type simFaults struct{ srv *sim.Server }
+// ArmedFaults lists and clears the embedded simulator's armed faults, and
+// with them the simulated stops they caused in cool (the session's
+// cooldowns, in memory for a simulated session); nil when the session is
+// real.
+func (p *Providers) ArmedFaults(cool retry.Cooldowns) tui.ArmedFaults {
+	if p.Sim == nil {
+		return nil
+	}
+	return simFaults{srv: p.Sim.Server, cool: cool}
+}
+
+// simFaults is tui.Faults and tui.ArmedFaults on the embedded simulator.
+type simFaults struct {
+	srv  *sim.Server
+	cool retry.Cooldowns
+}
 
 func (s simFaults) Inject(_ context.Context, f tui.FaultRequest) error {
-	return s.srv.Inject(sim.Fault{Provider: f.Provider, Kind: f.Kind, RetryAfter: f.RetryAfter, Count: f.Count, Code: f.Code})
+	return s.srv.Inject(sim.Fault{Provider: f.Provider, Kind: f.Kind, RetryAfter: f.RetryAfter, Count: f.Count, Code: f.Code, For: f.For})
+}
+
+func (s simFaults) Armed(context.Context) ([]tui.ArmedFault, error) {
+	var out []tui.ArmedFault
+	for _, a := range s.srv.Armed() {
+		f := tui.ArmedFault{Provider: a.Provider, Kind: a.Kind}
+		if a.Left > 0 {
+			f.Left = a.Left
+		}
+		if a.Until != nil {
+			f.Until = *a.Until
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// ClearFaults disarms provider's faults ("" every provider's) and clears
+// the simulated stops recorded on its targets.
+func (s simFaults) ClearFaults(_ context.Context, provider string) error {
+	s.srv.ClearFaults(provider)
+	if s.cool == nil {
+		return nil
+	}
+	cds, err := s.cool.List()
+	if err != nil {
+		return fmt.Errorf("listing simulated stops: %w", err)
+	}
+	for _, c := range cds {
+		if provider == "" || strings.HasPrefix(c.Target, provider+"/") {
+			if err := s.cool.Clear(c.Scope); err != nil {
+				return fmt.Errorf("clearing simulated stop %s: %w", c.Scope, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (s simFaults) SetScenario(_ context.Context, name string) error { return s.srv.SetScenario(name) }

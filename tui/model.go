@@ -679,7 +679,7 @@ func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
 	case "rate_limit":
 		f.RetryAfter = 20 * time.Second
 	case "overload":
-		f.Count = 3
+		f.Count, f.For = 3, 15*time.Second
 	case "failover-demo":
 		f.RetryAfter = time.Minute
 	}

@@ -32,6 +32,7 @@ type FaultRequest struct {
 	RetryAfter time.Duration // the delay the server names (or the failover-demo's length)
 	Count      int           // how many requests it hits (0 = 1)
 	Code       string        // an optional variant
+	For        time.Duration // bounds it in time after its first hit (0: none), so a burst cannot leak into a later call
 }
 
 // FaultInfo names a fault kind the demo keys offer (sim.FaultInfo's shape,
@@ -181,13 +182,13 @@ type Options struct {
 // stops best, each with what the simulator answers and how long it lasts.
 func DefaultFaultKinds() []FaultInfo {
 	return []FaultInfo{
-		{"rate_limit", "a 429 asking a 20s wait (retry-after)", "next request"},
-		{"overload", "overloaded: 529, 498 or 503 by provider", "next 3 requests"},
+		{"rate_limit", "a 429 asking a 20s wait (retry-after)", "refuses for 20s"},
+		{"overload", "overloaded: 529, 498 or 503 by provider", "next 3 in 15s"},
 		{"spend_cap", "a billing stop: a person must act", "until cleared"},
 		{"mid_stream", "HTTP 200, some text, then an error", "next request"},
 		{"failover-demo", "429s, overloads; fallbacks stay healthy", "1 minute"},
-		{"daily_quota", "per-day quota (Gemini, Groq); else billing", "until cleared"},
-		{"cut", "the stream ends without its end event", "next request"},
+		{"daily_quota", "the provider's per-day quota is spent", "until cleared"},
+		{"cut", "the stream breaks before its end event", "next request"},
 		{"server_error", "a 500 internal server error", "next request"},
 		{"slow_down", "429 slow_down: traffic grew too fast", "next request"},
 	}

@@ -185,7 +185,7 @@ func TestDemoMenuSaysWhatAndShowsArmed(t *testing.T) {
 	h.press("d")
 	h.until("the armed list", func() bool { return strings.Contains(h.screen(), "Armed now") })
 	s := h.screen()
-	for _, want := range []string{"on the primary, openai/gpt-5.4-mini", "rate_limit    next request", "overload      next 3 requests",
+	for _, want := range []string{"on the primary, openai/gpt-5.4-mini", "rate_limit    refuses for 20s", "overload      next 3 in 15s",
 		"spend_cap     until cleared", "failover-demo 1 minute", "overload on openai · 2 requests left", "x clears them all"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the menu lacks %q:\n%s", want, s)
