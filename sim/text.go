@@ -205,7 +205,7 @@ func shortReply(r *rand.Rand, req *simRequest) string {
 	if head != "" {
 		fmt.Fprintf(&b, "You asked: %q. ", head)
 	}
-	b.WriteString("The request fit within the simulated limits, so it was answered on the first try.")
+	b.WriteString("This request fit within its simulated limits and was answered.")
 	for i, n := 0, 2+r.IntN(3); i < n; i++ {
 		b.WriteString(" " + notes[r.IntN(len(notes))])
 	}
