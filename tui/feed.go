@@ -10,8 +10,11 @@ import (
 	"github.com/limitscope/limitscope/retry"
 )
 
-// frame is how long text deltas are coalesced before they are delivered.
-const frame = 16 * time.Millisecond
+// frame is how long text deltas are coalesced before they are delivered:
+// about 30 text updates a second, so a fast stream costs the renderer 30
+// frames a second, not 60 (a key press still shows at the renderer's next
+// frame, its 60 a second).
+const frame = 33 * time.Millisecond
 
 // eventsMsg carries, in order, the events one frame gathered. Consecutive
 // text deltas of one call are already merged into one event.

@@ -279,10 +279,16 @@ func (c *transcript) promptLines(t *turn, w int, st *theme.Styles) []string {
 }
 
 // view returns h lines of w cells: the visible window of the transcript, with
-// live lines (a countdown) appended under the last turn.
-func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty []string) []string {
+// live lines (a countdown) appended under the last turn; empty (nil: blank)
+// gives the empty transcript's lines, asked only when it is empty, since
+// styling them costs as much as the rest of a frame.
+func (c *transcript) view(w, h int, st *theme.Styles, live []string, empty func() []string) []string {
 	if len(c.turns) == 0 && len(live) == 0 {
-		return padLines(empty, w, h)
+		var lines []string
+		if empty != nil {
+			lines = empty()
+		}
+		return padLines(lines, w, h)
 	}
 	c.anchor(w, st, len(live))
 	need := h + c.offset

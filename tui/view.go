@@ -131,7 +131,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 			cw := w - tw
 			tl := m.targets.view(tw-2, false, m.now, st)
 			tb := m.box("targets", tl, tw, top, true, isF(focusTargets))
-			cl := m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome()) // before the title: it may move the offset
+			cl := m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome) // before the title: it may move the offset
 			cb := m.box(m.convTitle(), cl, cw, top, true, isF(focusConversation))
 			for i := range tb {
 				convLines = append(convLines, tb[i]+cb[i])
@@ -145,7 +145,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 			}
 			convLines = append(convLines, m.box("targets", tl, w, th, true, isF(focusTargets))...)
 			ch := top - th
-			cl := m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome())
+			cl := m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome)
 			convLines = append(convLines, m.box(m.convTitle(), cl, w, ch, true, isF(focusConversation))...)
 		}
 		lines = append(lines, convLines...)
