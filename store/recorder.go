@@ -112,13 +112,13 @@ type Recorder struct {
 	opts Options
 	file *sync.Mutex // serialises this process's opens of the file
 
-	mu      sync.Mutex
-	queue   queue
-	flying  int // taken by the commit in progress
-	urgent  bool
-	infos   map[string]*retry.Call // from RecordCall, until the call's first event
-	closed  bool
-	warned  bool // the last commit failed, and OnWarn was told
+	mu     sync.Mutex
+	queue  queue
+	flying int // taken by the commit in progress
+	urgent bool
+	infos  map[string]*retry.Call // from RecordCall, until the call's first event
+	closed bool
+	warned bool // the last commit failed, and OnWarn was told
 
 	commitMu   sync.Mutex // one commit at a time
 	sessDirty  bool       // the session's end is not written yet (guarded by mu)
