@@ -297,3 +297,60 @@ func checkRepaired(t *testing.T, path string, bad []byte, live []liveRecord, ps 
 		t.Errorf("%d live records gone, but repair says %q", gone, res.Summary())
 	}
 }
+
+// A pruned call's prompt cannot be read back from the file once Prune
+// returns: not in the raw bytes, not through repair's salvage (zeroed meta
+// pages included), and repair still recovers every live call.
+func TestPrunedRecordsAreUnrecoverable(t *testing.T) {
+	const marker = "sk-MARKER-pasted-secret-0123456789"
+	path := tempDB(t)
+	var specs []spec
+	for i := range 60 { // old calls with the secret pasted in
+		s := okSpec("old"+itoa(uint32(i)), t0.Add(time.Duration(i)*time.Second))
+		s.prompt = "please debug " + marker + " " + itoa(uint32(i))
+		s.text = strings.Repeat("x", 300)
+		specs = append(specs, s)
+	}
+	for i := range 30 { // recent ones
+		specs = append(specs, okSpec("new"+itoa(uint32(i)), t0.Add(48*time.Hour+time.Duration(i)*time.Second)))
+	}
+	recordAll(t, path, SessionInfo{}, specs...)
+	if raw, _ := os.ReadFile(path); !bytes.Contains(raw, []byte(marker)) {
+		t.Fatal("the marker was never written: the test proves nothing")
+	}
+	n, err := Prune(context.Background(), path, 24*time.Hour, t0.Add(49*time.Hour), time.Second)
+	if err != nil || n != 60 {
+		t.Fatalf("pruned %d (%v), want 60", n, err)
+	}
+	raw, _ := os.ReadFile(path)
+	if bytes.Contains(raw, []byte(marker)) {
+		t.Fatal("a pruned prompt is still in the file's bytes")
+	}
+	for _, zeroMeta := range []bool{false, true} {
+		p := filepath.Join(t.TempDir(), "history.db")
+		bad := bytes.Clone(raw)
+		if zeroMeta {
+			clear(bad[:2*4096])
+		}
+		if err := os.WriteFile(p, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Repair(context.Background(), p, t0, time.Second)
+		if err != nil {
+			t.Fatalf("repair (zeroed metas %v): %v", zeroMeta, err)
+		}
+		fixed, _ := os.ReadFile(p)
+		if bytes.Contains(fixed, []byte(marker)) || strings.Contains(fmt.Sprint(res), marker) {
+			t.Fatalf("repair brought a pruned prompt back (zeroed metas %v)", zeroMeta)
+		}
+		calls, err := (&Reader{Path: p}).List(context.Background(), Filter{})
+		if err != nil || len(calls) != 30 {
+			t.Fatalf("repair (zeroed metas %v) kept %d calls (%v), want the 30 live ones: %s", zeroMeta, len(calls), err, res.Summary())
+		}
+		for _, c := range calls {
+			if full, err := (&Reader{Path: p}).Show(context.Background(), itoa(c.ID)); err != nil || !strings.HasPrefix(full.CallID, "new") || full.Prompt != "prompt "+full.CallID {
+				t.Fatalf("repaired call %+v %v", full, err)
+			}
+		}
+	}
+}

@@ -25,7 +25,7 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
-	n := 0
+	n, deleted := 0, 0
 	err := update(path, timeout, func(tx *bolt.Tx) error {
 		end := makeKey(cutoff, 0)
 		calls, ids := tx.Bucket(bCalls), tx.Bucket(bIDs)
@@ -56,6 +56,7 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 			}
 		}
 		n = len(keys)
+		deleted = n
 		if n >= limit {
 			return nil
 		}
@@ -75,14 +76,75 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 				return err
 			}
 		}
+		n = max(n, len(old)) // something was deleted: scrub
 		return nil
 	})
-	return n, err
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	// The deleted records' old pages are free now: overwrite them, so a
+	// pruned prompt cannot be read back from the file (by repair's salvage
+	// or anyone with the file).
+	if err := update(path, timeout, scrubFree); err != nil {
+		return 0, fmt.Errorf("overwrite pruned pages: %w", err)
+	}
+	return deleted, nil
+}
+
+// scrubFree overwrites every page on the file's free list with zeros and
+// syncs them, inside a write transaction (so no reader holds those pages:
+// other processes wait on the lock, and bbolt reuses no free page before
+// the transaction commits).
+func scrubFree(tx *bolt.Tx) error {
+	ps := tx.DB().Info().PageSize
+	f, err := os.OpenFile(tx.DB().Path(), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zero := make([]byte, 16*ps)
+	runStart, runLen := 0, 0
+	flush := func() error {
+		for runLen > 0 {
+			k := min(runLen, 16)
+			if _, err := f.WriteAt(zero[:k*ps], int64(runStart)*int64(ps)); err != nil {
+				return err
+			}
+			runStart += k
+			runLen -= k
+		}
+		return nil
+	}
+	for id := 2; ; id++ {
+		p, err := tx.Page(id)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			break
+		}
+		if p.Type != "free" {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		if runLen == 0 {
+			runStart = id
+		}
+		runLen++
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // Prune deletes calls that started more than keep ago (now minus keep), in
 // small transactions so other processes are never held up for long. It
-// returns how many calls were deleted. The file does not shrink: see Compact.
+// returns how many calls were deleted. The pages that held them are
+// overwritten with zeros before it returns (a pruned prompt cannot be read
+// back from the file), but the file does not shrink: see Compact.
 func Prune(ctx context.Context, path string, keep time.Duration, now time.Time, timeout time.Duration) (int, error) {
 	if keep <= 0 {
 		return 0, nil
