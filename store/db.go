@@ -119,23 +119,30 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 		if statErr == nil && before.IsDir() {
 			return nil, fmt.Errorf("history file %s is a directory: point --db or LIMITSCOPE_DB at a file", path)
 		}
-		if statErr == nil {
-			if err := checkFile(path); err != nil {
-				if errors.As(err, new(*fs.PathError)) {
-					return nil, fmt.Errorf("history file %s: %w", path, err)
-				}
-				return nil, &FileError{Path: path, Kind: ErrCorrupt, Err: err}
-			}
-		}
 		var f *os.File
+		var hookErr error
 		opts := &bolt.Options{
-			Timeout:      time.Nanosecond, // one try; the wait is ours
+			Timeout:      time.Nanosecond, // the lock is taken in OpenFile: bbolt's own try then succeeds at once
 			ReadOnly:     !write,
 			NoStatistics: true,
 			OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 				var err error
-				f, err = os.OpenFile(name, flag, mode)
-				return f, err
+				if f, err = os.OpenFile(name, flag, mode); err != nil {
+					return nil, err
+				}
+				// flock is per open file: bbolt's flock on this same file
+				// then succeeds at once.
+				if hookErr = waitLock(ctx, f, write, start, deadline); hookErr == nil {
+					// Held: check what bbolt will trust before it maps.
+					if cerr := checkFile(name); cerr != nil {
+						hookErr = &FileError{Path: path, Kind: ErrCorrupt, Err: cerr}
+					}
+				}
+				if hookErr != nil {
+					_ = f.Close()
+					return nil, hookErr
+				}
+				return f, nil
 			},
 		}
 		if write && statErr == nil && before.Size() > 32<<20 {
@@ -146,22 +153,8 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 			opts.InitialMmapSize = int(2 * before.Size())
 		}
 		db, err = safeOpen(path, opts)
-		if errors.Is(err, berrors.ErrTimeout) {
-			now := time.Now()
-			if cerr := ctx.Err(); cerr != nil || !now.Before(deadline) {
-				return nil, &FileError{Path: path, Kind: ErrLocked, Err: fmt.Errorf("still locked after %s", now.Sub(start).Round(time.Millisecond))}
-			}
-			// 20ms for a newcomer down to 2ms after a second of waiting,
-			// with jitter so waiters do not poll in step.
-			poll := max(2*time.Millisecond, 20*time.Millisecond-now.Sub(start)/50)
-			poll = poll/2 + rand.N(poll)
-			t := time.NewTimer(min(poll, deadline.Sub(now)))
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-			continue
+		if hookErr != nil {
+			return nil, hookErr
 		}
 		if err != nil {
 			return nil, classifyOpenError(path, timeout, err)
@@ -178,6 +171,39 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 			// Compaction or repair kept replacing the file: as good as locked.
 			return nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
 		}
+	}
+}
+
+// waitLock takes f's lock (exclusive to write, else shared), polling until
+// deadline or ctx's end. A waiter that has waited longer polls more often
+// (20ms for a newcomer down to 2ms after a second, with jitter so waiters do
+// not poll in step), so under contention the oldest waiters tend to win and
+// every writer makes progress.
+func waitLock(ctx context.Context, f *os.File, exclusive bool, start, deadline time.Time) error {
+	how := syscall.LOCK_SH | syscall.LOCK_NB
+	if exclusive {
+		how = syscall.LOCK_EX | syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("lock history file: %w", err)
+		}
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(deadline) {
+			return &FileError{Path: f.Name(), Kind: ErrLocked, Err: fmt.Errorf("still locked after %s", now.Sub(start).Round(time.Millisecond))}
+		}
+		poll := max(2*time.Millisecond, 20*time.Millisecond-now.Sub(start)/50)
+		poll = poll/2 + rand.N(poll)
+		t := time.NewTimer(min(poll, deadline.Sub(now)))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

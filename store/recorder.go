@@ -265,6 +265,12 @@ func (r *Recorder) Flush(ctx context.Context) error {
 // it could not commit are reported as an error and kept: a later Flush or
 // Close tries again.
 func (r *Recorder) Close(ctx context.Context) error {
+	// The session's end first: a commit of the background writer that is
+	// waiting for the lock then writes it too, in the same transaction.
+	r.mu.Lock()
+	r.session.Ended = r.opts.Now()
+	r.sessDirty = true
+	r.mu.Unlock()
 	r.stopOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
@@ -272,10 +278,6 @@ func (r *Recorder) Close(ctx context.Context) error {
 		close(r.stop)
 		<-r.loopDone
 	})
-	r.mu.Lock()
-	r.session.Ended = r.opts.Now()
-	r.sessDirty = true
-	r.mu.Unlock()
 	err := r.Flush(ctx)
 	if n := r.Pending(); n > 0 {
 		return fmt.Errorf("history: %d events not saved (kept in memory): %w", n, err)
