@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		writerChild(path)
 		os.Exit(0)
 	}
+	if path := os.Getenv(dieEnv); path != "" {
+		dieChild(path)
+		os.Exit(0)
+	}
 	if path := os.Getenv(contendEnv); path != "" {
 		contendChild(path)
 		os.Exit(0)

@@ -353,6 +353,7 @@ type ProviderStats struct {
 	Failed         int           `json:"failed"`
 	Deferred       int           `json:"deferred"`
 	Cancelled      int           `json:"cancelled"`
+	Interrupted    int           `json:"interrupted"` // its process died mid-call
 }
 
 type statAcc struct {
@@ -369,6 +370,9 @@ func (a *statAcc) add(s *callStat) {
 	switch s.outcome {
 	case OutcomeRunning:
 		a.Running++
+		return
+	case OutcomeInterrupted:
+		a.Interrupted++
 		return
 	case retry.OutcomeOK:
 		a.OK++

@@ -147,6 +147,7 @@ func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 		loopDone: make(chan struct{}),
 	}
 	r.session = Session{Started: opts.Now(), Version: sess.Version, Mode: sess.Mode, Command: sess.Command, PID: os.Getpid(), NoContent: sess.NoContent}
+	r.session.Boot, r.session.ProcStart = procIdentity(os.Getpid())
 	go r.loop()
 	return r
 }
@@ -461,6 +462,10 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 	s, dirty := r.session, r.sessDirty
 	r.mu.Unlock()
 	if sessionKey == nil {
+		// The first commit: close what dead processes left running.
+		if _, err := closeInterrupted(tx, r.session.Boot); err != nil {
+			return nil, nil, false, err
+		}
 		seq, err := sessions.NextSequence()
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("session id: %w", err)

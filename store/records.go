@@ -22,6 +22,11 @@ const (
 // running, or its process died).
 const OutcomeRunning retry.Outcome = "running"
 
+// OutcomeInterrupted is a call whose process died before its end was
+// recorded: a later recorder found it running with its process gone and
+// closed it with what was known (its attempts, the time of the last one).
+const OutcomeInterrupted retry.Outcome = "interrupted"
+
 // SessionInfo describes the process that records: one session per Recorder.
 type SessionInfo struct {
 	Version   string // limitscope's version
@@ -40,6 +45,11 @@ type Session struct {
 	Command   string    `json:"command,omitempty"`
 	PID       int       `json:"pid"`
 	NoContent bool      `json:"no_content"`
+	// Boot and ProcStart tell the recording process from a later one with
+	// the same pid: the system's boot id and the process's start time in
+	// clock ticks since boot (Linux; empty elsewhere).
+	Boot      string `json:"boot,omitempty"`
+	ProcStart uint64 `json:"proc_start,omitempty"`
 }
 
 // CallError is the error that ended a call.
@@ -742,6 +752,11 @@ func encodeSession(s *Session) []byte {
 	e.str(s.Mode)
 	e.str(s.Command)
 	e.uvarint(uint64(s.PID))
+	// Added within schema 2: older readers ignore trailing bytes.
+	if s.Boot != "" || s.ProcStart != 0 {
+		e.str(s.Boot)
+		e.uvarint(s.ProcStart)
+	}
 	return e.b
 }
 
@@ -770,6 +785,10 @@ func decodeSessionRest(key, v []byte) (*Session, int, error) {
 	s.Mode = d.str()
 	s.Command = d.str()
 	s.PID = int(d.uvarint())
+	if len(d.b) > 0 && d.err == nil {
+		s.Boot = d.str()
+		s.ProcStart = d.uvarint()
+	}
 	if d.err != nil {
 		return nil, 0, fmt.Errorf("session %d: %w", s.ID, d.err)
 	}
