@@ -505,7 +505,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 			t = r.opts.Now()
 		}
 		cs := &callState{key: makeKey(t, uint32(seq)), isNew: true}
-		cs.rec = Call{ID: uint32(seq), CallID: ev.CallID, Session: sessionID, Started: keyTime(cs.key), Outcome: OutcomeRunning}
+		cs.rec = Call{ID: uint32(seq), CallID: ev.CallID, Session: sessionID, Started: keyTime(cs.key), Outcome: OutcomeRunning, Mode: r.info.Mode}
 		touched[ev.CallID] = cs
 		order = append(order, cs)
 		return cs, nil
