@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/limitscope/limitscope/retry"
 )
 
@@ -92,5 +94,39 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 	}
 	if lost > 0 || len(calls) != n || running > 0 || len(sessions) != n || open > 0 {
 		t.Fatalf("%d writers: %d reported lost, %d calls stored, %d not ended, %d sessions, %d never ended", n, lost, len(calls), running, len(sessions), open)
+	}
+}
+
+// Close keeps trying a locked file until its context ends, not for one
+// lock timeout: a file held for many lock timeouts loses nothing.
+func TestCloseWaitsOutALockUntilItsDeadline(t *testing.T) {
+	path := tempDB(t)
+	recordAll(t, path, SessionInfo{}, okSpec("first", t0))
+	holder, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1, LockTimeout: 20 * time.Millisecond, RetryDelay: time.Hour})
+	recordSome(r, "held", 3)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- r.Close(ctx)
+	}()
+	// Held for ten lock timeouts; Close must still be waiting.
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Close gave up while the file was held: %v", err)
+	default:
+	}
+	_ = holder.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("close after the lock was released: %v", err)
+	}
+	calls, err := (&Reader{Path: path}).List(context.Background(), Filter{})
+	if err != nil || len(calls) != 4 {
+		t.Fatalf("%d calls (%v), want 4", len(calls), err)
 	}
 }
