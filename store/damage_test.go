@@ -354,3 +354,33 @@ func TestPrunedRecordsAreUnrecoverable(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDamagedFile flips bytes of a real history file and truncates it:
+// checkFile, every read and repair return without a panic or a fault.
+func FuzzDamagedFile(f *testing.F) {
+	path := fuzzSeedFile(f)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint32(16+20), byte(0xff), uint32(0))
+	f.Add(uint32(2*4096+10), byte(0x7f), uint32(0))
+	f.Add(uint32(0), byte(0), uint32(3*4096))
+	f.Fuzz(func(t *testing.T, off uint32, flip byte, cut uint32) {
+		bad := bytes.Clone(raw)
+		bad[int(off)%len(bad)] ^= flip
+		if cut > 0 {
+			bad = bad[:int(cut)%len(bad)]
+		}
+		p := filepath.Join(t.TempDir(), "history.db")
+		if err := os.WriteFile(p, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_ = checkFile(p)
+		rd := &Reader{Path: p, LockTimeout: 50 * time.Millisecond}
+		_, _ = rd.List(context.Background(), Filter{})
+		_, _ = rd.Stats(context.Background(), Filter{})
+		_ = rd.Each(context.Background(), Filter{}, false, func(*Call) error { return nil })
+		_, _ = Repair(context.Background(), p, t0, 50*time.Millisecond)
+	})
+}

@@ -134,7 +134,7 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 				// then succeeds at once.
 				if hookErr = waitLock(ctx, f, write, start, deadline); hookErr == nil {
 					// Held: check what bbolt will trust before it maps.
-					if cerr := checkFile(name); cerr != nil {
+					if cerr := checkOpen(name); cerr != nil {
 						hookErr = &FileError{Path: path, Kind: ErrCorrupt, Err: cerr}
 					}
 				}

@@ -472,7 +472,11 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		return res, fmt.Errorf("repair history: %w", openErr)
 	}
 	if src != nil {
-		defer func() { _ = src.Close() }()
+		defer func() {
+			if src != nil {
+				_ = src.Close()
+			}
+		}()
 	} else {
 		var fe *FileError
 		if errors.As(openErr, &fe) && fe.Err != nil {
@@ -482,9 +486,24 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		}
 	}
 
+	var meta boltMeta
+	var treeErrs map[string]error
 	data := map[string][]rec{}
 	seqs := map[string]uint64{}
 	var schema []byte
+	if src != nil {
+		// bbolt trusts the tree's links: a cycle would send its cursor
+		// round for ever. Walk the branches first; a bad tree is left to
+		// the page-by-page salvage.
+		meta, _ = inspectFile(path)
+		var rootErr error
+		rootErr, treeErrs = checkBucketTrees(path, meta)
+		if err := rootErr; err != nil {
+			res.Problems = append(res.Problems, "bucket tree: "+err.Error())
+			_ = src.Close()
+			src = nil
+		}
+	}
 	if src != nil {
 		foreign := false
 		_ = guard(path, func() error {
@@ -517,6 +536,9 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 						return nil
 					}
 					seqs[bname] = b.Sequence()
+					if err := treeErrs[bname]; err != nil {
+						return err
+					}
 					c := b.Cursor()
 					for k, v := c.First(); k != nil; k, v = c.Next() {
 						if ctx.Err() != nil {
