@@ -238,26 +238,53 @@ func checkTree(path string, m boltMeta, root uint64) error {
 		if le.Uint64(hdr) != it.id {
 			return fmt.Errorf("page %d has id %d", it.id, le.Uint64(hdr))
 		}
-		switch le.Uint16(hdr[8:]) {
-		case flagLeaf:
-			continue
-		case flagBranch:
-		default:
-			return fmt.Errorf("page %d has type %#x", it.id, le.Uint16(hdr[8:]))
+		typ, count, ov := le.Uint16(hdr[8:]), int(le.Uint16(hdr[10:])), uint64(le.Uint32(hdr[12:]))
+		if typ != flagLeaf && typ != flagBranch {
+			return fmt.Errorf("page %d has type %#x", it.id, typ)
 		}
-		count := int64(le.Uint16(hdr[10:]))
-		if count == 0 {
-			return fmt.Errorf("branch page %d is empty", it.id) // bbolt would read its first element anyway
+		if it.id+ov >= m.hwm {
+			return fmt.Errorf("page %d overflows the file", it.id)
 		}
-		if pageHeader+count*16 > ps*(1+int64(le.Uint32(hdr[12:]))) {
-			return fmt.Errorf("branch page %d: %d elements do not fit", it.id, count)
-		}
-		els := make([]byte, count*16)
-		if _, err := f.ReadAt(els, int64(it.id)*ps+pageHeader); err != nil {
+		page := make([]byte, ps*int64(1+ov))
+		if _, err := f.ReadAt(page, int64(it.id)*ps); err != nil {
 			return fmt.Errorf("page %d: %w", it.id, err)
 		}
+		if err := checkElements(page); err != nil {
+			return fmt.Errorf("page %d: %w", it.id, err)
+		}
+		if typ == flagLeaf {
+			continue
+		}
 		for i := range count {
-			stack = append(stack, item{le.Uint64(els[i*16+8:]), it.depth + 1})
+			stack = append(stack, item{le.Uint64(page[pageHeader+i*16+8:]), it.depth + 1})
+		}
+	}
+	return nil
+}
+
+// checkElements checks that a leaf or branch page's element table, and
+// every key and value it points at, lie inside the page: bbolt makes slices
+// from these offsets without a check, and a wild one can point into Go's
+// own heap.
+func checkElements(page []byte) error {
+	le := binary.LittleEndian
+	typ, count := le.Uint16(page[8:]), int(le.Uint16(page[10:]))
+	if count == 0 && typ == flagBranch {
+		return errors.New("empty branch page") // bbolt would read its first element anyway
+	}
+	if pageHeader+count*16 > len(page) {
+		return fmt.Errorf("%d elements do not fit", count)
+	}
+	for i := range count {
+		el := pageHeader + i*16
+		var end uint64
+		if typ == flagLeaf {
+			end = uint64(el) + uint64(le.Uint32(page[el+4:])) + uint64(le.Uint32(page[el+8:])) + uint64(le.Uint32(page[el+12:]))
+		} else {
+			end = uint64(el) + uint64(le.Uint32(page[el:])) + uint64(le.Uint32(page[el+4:]))
+		}
+		if end > uint64(len(page)) {
+			return fmt.Errorf("element %d points outside the page", i)
 		}
 	}
 	return nil
@@ -266,7 +293,7 @@ func checkTree(path string, m boltMeta, root uint64) error {
 // checkAllTrees runs checkTree on the root tree and on the tree of every
 // bucket in it, and returns the first problem.
 func checkAllTrees(path string, m boltMeta) error {
-	rootErr, per := checkBucketTrees(path, m)
+	per, rootErr := checkBucketTrees(path, m)
 	if rootErr != nil {
 		return rootErr
 	}
@@ -280,31 +307,31 @@ func checkAllTrees(path string, m boltMeta) error {
 // bucket's header is its root page and sequence; root 0 is an inline
 // bucket, whose one leaf page follows the header), and returns the root
 // tree's problem and each damaged bucket's.
-func checkBucketTrees(path string, m boltMeta) (rootErr error, per map[string]error) {
+func checkBucketTrees(path string, m boltMeta) (per map[string]error, rootErr error) {
 	per = map[string]error{}
 	if err := checkTree(path, m, m.root); err != nil {
-		return err, per
+		return per, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return err, per
+		return per, err
 	}
 	defer f.Close()
 	ps := int64(m.pageSize)
 	// The root tree of a limitscope file is one leaf (a few buckets).
 	hdr := make([]byte, ps)
 	if _, err := f.ReadAt(hdr, int64(m.root)*ps); err != nil {
-		return fmt.Errorf("root page: %w", err), per
+		return per, fmt.Errorf("root page: %w", err)
 	}
 	le := binary.LittleEndian
 	if le.Uint16(hdr[8:]) != flagLeaf || le.Uint32(hdr[12:]) != 0 {
-		return nil, per // a larger root tree: checked above, its buckets are not
+		return per, nil // a larger root tree: checked above, its buckets are not
 	}
 	count := int(le.Uint16(hdr[10:]))
 	for i := range count {
 		el := pageHeader + i*16
 		if el+16 > len(hdr) {
-			return errors.New("root page: element table overflows"), per
+			return per, errors.New("root page: element table overflows")
 		}
 		flags, pos, ks, vs := le.Uint32(hdr[el:]), int(le.Uint32(hdr[el+4:])), int(le.Uint32(hdr[el+8:])), int(le.Uint32(hdr[el+12:]))
 		if flags&1 == 0 {
@@ -312,7 +339,7 @@ func checkBucketTrees(path string, m boltMeta) (rootErr error, per map[string]er
 		}
 		vo := el + pos + ks
 		if pos < 0 || ks < 0 || vs < 16 || vo+vs > len(hdr) || el+pos+ks > len(hdr) {
-			return errors.New("root page: bucket header out of the page"), per
+			return per, errors.New("root page: bucket header out of the page")
 		}
 		name := string(hdr[el+pos : el+pos+ks])
 		root := le.Uint64(hdr[vo:])
@@ -324,11 +351,11 @@ func checkBucketTrees(path string, m boltMeta) (rootErr error, per map[string]er
 		}
 		// Inline: its page must be one leaf inside the value.
 		in := hdr[vo+16 : vo+vs]
-		if len(in) < pageHeader || le.Uint16(in[8:]) != flagLeaf || pageHeader+int(le.Uint16(in[10:]))*16 > len(in) {
+		if len(in) < pageHeader || le.Uint16(in[8:]) != flagLeaf || checkElements(in) != nil {
 			per[name] = errors.New("inline bucket's page is damaged")
 		}
 	}
-	return nil, per
+	return per, nil
 }
 
 // faultSafe runs fn with memory faults turned into panics (a damaged page

@@ -497,7 +497,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		// the page-by-page salvage.
 		meta, _ = inspectFile(path)
 		var rootErr error
-		rootErr, treeErrs = checkBucketTrees(path, meta)
+		treeErrs, rootErr = checkBucketTrees(path, meta)
 		if err := rootErr; err != nil {
 			res.Problems = append(res.Problems, "bucket tree: "+err.Error())
 			_ = src.Close()
