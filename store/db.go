@@ -6,7 +6,13 @@
 // terminals share it. A Recorder queues the engine's events and commits them
 // in batches (and at every call's end) off the caller's path; when the file
 // stays locked it warns once and keeps the events in memory until a later
-// try succeeds.
+// try succeeds, and at exit Close retries until its deadline.
+//
+// A damaged file never takes the process down: before bbolt maps a file its
+// meta pages, root and free list (and, for a small file, every tree link and
+// element offset) are checked with plain reads, and a memory fault on a
+// damaged page is turned into an error (debug.SetPanicOnFault around every
+// transaction). Such a file is reported as ErrCorrupt, with what to run.
 package store
 
 import (
