@@ -395,6 +395,9 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		} else if at.NoRetry {
 			fmt.Fprintln(w, "     x-should-retry: false")
 		}
+		if note := at.FailoverNote(); note != "" {
+			fmt.Fprintf(w, "     %s\n", note)
+		}
 		if l := at.Limits; !l.Empty() {
 			var parts []string
 			for _, win := range []struct {

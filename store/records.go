@@ -607,6 +607,7 @@ const (
 	afMidStream
 	afNoRetry
 	afLimits
+	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
@@ -633,6 +634,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	if a.Limits != nil {
 		f |= afLimits
 	}
+	if a.FailedOverByUser {
+		f |= afByUser
+	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
 	e.target(a.Target, chain)
@@ -654,6 +658,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	e.enum(string(a.Decision), decisionTable)
 	if a.Limits != nil {
 		encodeLimits(e, a.Limits, a.StartedAt)
+	}
+	if a.FailedOverByUser {
+		e.dur(a.WaitPlanned)
 	}
 }
 
@@ -702,6 +709,10 @@ func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target
 	a.NoRetry = f&afNoRetry != 0
 	if f&afLimits != 0 {
 		a.Limits = decodeLimits(&d, a.StartedAt)
+	}
+	if f&afByUser != 0 {
+		a.FailedOverByUser = true
+		a.WaitPlanned = d.dur()
 	}
 	if d.err != nil {
 		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)
