@@ -30,6 +30,24 @@ type env struct {
 	calls  []retry.Call
 	events []retry.Event
 	hits   atomic.Int64 // HTTP requests that reached the proxy
+	hc     *http.Client // the callers' client, its idle connections closed at cleanup
+}
+
+// newTestClient is an HTTP client of the test's own: its idle keep-alive
+// connections (and their persistConn goroutines, which goleak would see)
+// are closed when the test ends.
+func newTestClient(t testing.TB) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// client is e's callers' client, made on first use.
+func (e *env) client() *http.Client {
+	if e.hc == nil {
+		e.hc = newTestClient(e.t)
+	}
+	return e.hc
 }
 
 func clearEnv(t *testing.T) {
@@ -56,9 +74,12 @@ func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
 		eps[p.Name] = r.Endpoint(p.Name)
 	}
 	e := &env{t: t, sim: r}
+	// The proxy's own upstream client, and the shared one e.direct uses.
+	t.Cleanup(stream.CloseIdleConnections)
+	upstream := newTestClient(t)
 	o := Options{
 		Token:  testToken,
-		Doer:   stream.Router{Client: &stream.Client{}, Endpoints: eps},
+		Doer:   stream.Router{Client: &stream.Client{HTTP: upstream}, Endpoints: eps},
 		Config: cfg,
 		Events: func(c retry.Call, ev retry.Event) {
 			e.mu.Lock()
@@ -136,7 +157,7 @@ type reply struct {
 
 func (e *env) do(r *http.Request) reply {
 	e.t.Helper()
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := e.client().Do(r)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -112,7 +112,9 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 		}
 		return buf, n, nil
 	}
-	// Unknown length (chunked): reserve as it grows.
+	// Unknown length (chunked): reserve as it grows, doubling up to one
+	// byte past the cap (which tells an over-size body).
+	limit := h.o.MaxBody + 1
 	var buf []byte
 	var held int64
 	for {
@@ -120,17 +122,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 			h.lim.release(held)
 			return nil, 0, tooLarge
 		}
-		if int64(cap(buf)-len(buf)) < readChunk {
-			grow := int64(cap(buf))
-			if grow < readChunk {
-				grow = readChunk
-			}
+		if len(buf) == cap(buf) {
+			newCap := min(max(2*int64(cap(buf)), readChunk), limit)
+			grow := newCap - int64(cap(buf))
 			if !h.lim.reserve(grow) {
 				h.lim.release(held)
 				return nil, 0, busy(fmt.Sprintf("request bodies in flight are at the cap of %d bytes", h.lim.maxBytes))
 			}
 			held += grow
-			nb := make([]byte, len(buf), int64(cap(buf))+grow)
+			nb := make([]byte, len(buf), newCap)
 			copy(nb, buf)
 			buf = nb
 		}

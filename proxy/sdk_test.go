@@ -28,12 +28,12 @@ func sdkConfig() *Config {
 }
 
 func (e *env) openAI(key string) *openai.Client {
-	c := openai.NewClient(ooption.WithAPIKey(key), ooption.WithBaseURL(e.srv.URL+"/v1"))
+	c := openai.NewClient(ooption.WithAPIKey(key), ooption.WithBaseURL(e.srv.URL+"/v1"), ooption.WithHTTPClient(e.client()))
 	return &c
 }
 
 func (e *env) anthropic(key string) *anthropic.Client {
-	c := anthropic.NewClient(aoption.WithAPIKey(key), aoption.WithBaseURL(e.srv.URL))
+	c := anthropic.NewClient(aoption.WithAPIKey(key), aoption.WithBaseURL(e.srv.URL), aoption.WithHTTPClient(e.client()))
 	return &c
 }
 
