@@ -22,7 +22,7 @@ const testToken = "lsp-test-token-0123456789abcdef"
 
 // env is a proxy in front of a simulator.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	sim    *sim.Running
 	srv    *httptest.Server
 	h      *Handler
@@ -31,6 +31,7 @@ type env struct {
 	events []retry.Event
 	hits   atomic.Int64 // HTTP requests that reached the proxy
 	hc     *http.Client // the callers' client, its idle connections closed at cleanup
+	up     *http.Client // the proxy's upstream client (to the simulator)
 }
 
 // newTestClient is an HTTP client of the test's own: its idle keep-alive
@@ -50,7 +51,7 @@ func (e *env) client() *http.Client {
 	return e.hc
 }
 
-func clearEnv(t *testing.T) {
+func clearEnv(t testing.TB) {
 	t.Helper()
 	for _, v := range stream.AllEnvVars() {
 		t.Setenv(v, "")
@@ -59,12 +60,18 @@ func clearEnv(t *testing.T) {
 
 // newEnv starts a simulator and a proxy; cfg may be nil; tweak may adjust
 // the options.
-func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
+func newEnv(t testing.TB, cfg *Config, tweak func(*Options)) *env {
+	t.Helper()
+	return newEnvSim(t, sim.Options{Scenario: "calm", TokensPerSecond: 1e6}, cfg, tweak)
+}
+
+// newEnvSim is newEnv with the simulator's options.
+func newEnvSim(t testing.TB, so sim.Options, cfg *Config, tweak func(*Options)) *env {
 	t.Helper()
 	clearEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r, err := sim.Start(ctx, "127.0.0.1:0", sim.Options{Scenario: "calm", TokensPerSecond: 1e6})
+	r, err := sim.Start(ctx, "127.0.0.1:0", so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +80,10 @@ func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
 	for _, p := range stream.Providers() {
 		eps[p.Name] = r.Endpoint(p.Name)
 	}
-	e := &env{t: t, sim: r}
 	// The proxy's own upstream client, and the shared one e.direct uses.
 	t.Cleanup(stream.CloseIdleConnections)
 	upstream := newTestClient(t)
+	e := &env{t: t, sim: r, up: upstream}
 	o := Options{
 		Token:  testToken,
 		Doer:   stream.Router{Client: &stream.Client{HTTP: upstream}, Endpoints: eps},
