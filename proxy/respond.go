@@ -301,7 +301,6 @@ func startSSE(w http.ResponseWriter) {
 type anthropicWriter struct {
 	id        string
 	requestID string
-	started   bool
 }
 
 func newAnthropicWriter(id string) *anthropicWriter {
