@@ -30,7 +30,8 @@ type env struct {
 	calls  []retry.Call
 	events []retry.Event
 	hits   atomic.Int64 // HTTP requests that reached the proxy
-	hc     *http.Client // the callers' client, its idle connections closed at cleanup
+	hcMu   sync.Mutex
+	hc     *http.Client // the callers' client, its idle connections closed at cleanup; under hcMu
 	up     *http.Client // the proxy's upstream client (to the simulator)
 }
 
@@ -45,6 +46,8 @@ func newTestClient(t testing.TB) *http.Client {
 
 // client is e's callers' client, made on first use.
 func (e *env) client() *http.Client {
+	e.hcMu.Lock()
+	defer e.hcMu.Unlock()
 	if e.hc == nil {
 		e.hc = newTestClient(e.t)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,8 @@ const (
 	DefaultHeaderTimeout = 10 * time.Second
 	// commitTimeout bounds Options.Commit for one call.
 	commitTimeout = 10 * time.Second
+	// refusalPeek is how long a refusal looks for a body on its way.
+	refusalPeek = 20 * time.Millisecond
 	// readChunk is how much of a body of unknown length is reserved and
 	// read at a time.
 	readChunk = 64 << 10
@@ -74,14 +77,24 @@ func busy(what string) *apiError {
 		message: "limitscope proxy: " + what + "; retry shortly", retryAfter: time.Second, retryable: true}
 }
 
-// refuseAndClose answers a request whose body will not be read (a wrong token, a
-// cap, a method...) and closes the connection: a read deadline in the past
-// ends any read at once, so a body dribbled by the caller is neither waited
-// for nor drained (Go's server otherwise reads up to 256 KiB of an unread
-// body before it writes the answer).
-func refuseAndClose(w http.ResponseWriter, e *apiError, d stream.Dialect, requestID string) {
+// refuseAndClose answers a request whose body will not be read (a wrong
+// token, a cap, a method...) and closes the connection, without waiting for
+// or draining the body (Go's server otherwise reads up to 256 KiB of an
+// unread body before it writes the answer, however slowly it comes). A body
+// already on its way (one byte, looked for during refusalPeek) marks the
+// request as over its size limit, so that the server half-closes and
+// lingers before it closes: a caller still sending reads the answer instead
+// of a connection reset. Then a read deadline in the past ends every read.
+func refuseAndClose(w http.ResponseWriter, r *http.Request, e *apiError, d stream.Dialect, requestID string) {
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	rc := http.NewResponseController(w)
+	// (Not when the caller waits for 100 Continue: it sends no body.)
+	if r.Body != nil && r.Body != http.NoBody && !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		_ = rc.SetReadDeadline(time.Now().Add(refusalPeek))
+		var one [1]byte
+		_, _ = http.MaxBytesReader(w, r.Body, 0).Read(one[:])
+	}
+	_ = rc.SetReadDeadline(time.Unix(1, 0))
 	writeError(w, e, d, requestID)
 }
 
@@ -100,13 +113,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 	if r.ContentLength > h.o.MaxBody {
 		return nil, 0, tooLarge
 	}
+	// Over the cap, the server half-closes and lingers (see refuseAndClose).
+	body := http.MaxBytesReader(w, r.Body, h.o.MaxBody)
 	if r.ContentLength >= 0 {
 		n := r.ContentLength
 		if !h.lim.reserve(n) {
 			return nil, 0, busy(fmt.Sprintf("request bodies in flight are at the cap of %d bytes", h.lim.maxBytes))
 		}
 		buf := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
+		if _, err := io.ReadFull(body, buf); err != nil {
 			h.lim.release(n)
 			return nil, 0, readError(err, h.o.BodyTimeout)
 		}
@@ -134,10 +149,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 			copy(nb, buf)
 			buf = nb
 		}
-		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
 			return buf, held, nil
+		}
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			h.lim.release(held)
+			return nil, 0, tooLarge
 		}
 		if err != nil {
 			h.lim.release(held)

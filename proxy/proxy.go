@@ -138,7 +138,7 @@ func New(o Options) (*Handler, error) {
 		mux.HandleFunc(p+"/{id...}", h.models)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		refuseAndClose(w, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
+		refuseAndClose(w, r, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
 			message: "limitscope proxy: no endpoint " + r.Method + " " + r.URL.Path +
 				" (served: POST /v1/chat/completions, POST /v1/messages, GET /v1/models)"}, callerDialect(r), "")
 	})
@@ -160,12 +160,12 @@ func callerDialect(r *http.Request) stream.Dialect {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := callerDialect(r)
 	if r.Header.Get("Origin") != "" {
-		refuseAndClose(w, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "origin_refused",
+		refuseAndClose(w, r, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "origin_refused",
 			message: "limitscope proxy: requests from a web page (with an Origin header) are refused"}, d, "")
 		return
 	}
 	if !h.hostAllowed(r.Host) {
-		refuseAndClose(w, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "host_refused",
+		refuseAndClose(w, r, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "host_refused",
 			message: "limitscope proxy: the Host header names another server (add it to allowed_hosts in the config if it is yours)"}, d, "")
 		return
 	}
@@ -175,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if d == stream.DialectAnthropic {
 			e.code = "authentication_error"
 		}
-		refuseAndClose(w, e, d, "")
+		refuseAndClose(w, r, e, d, "")
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -226,18 +226,18 @@ func (h *Handler) post(d stream.Dialect, parse func([]byte) (*inbound, *apiError
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			refuseAndClose(w, &apiError{status: http.StatusMethodNotAllowed, class: stream.ClassCaller,
+			refuseAndClose(w, r, &apiError{status: http.StatusMethodNotAllowed, class: stream.ClassCaller,
 				message: "limitscope proxy: use POST"}, d, "")
 			return
 		}
 		if !h.lim.enter() {
-			refuseAndClose(w, busy(fmt.Sprintf("%d calls are in flight, the cap", h.lim.maxCalls)), d, "")
+			refuseAndClose(w, r, busy(fmt.Sprintf("%d calls are in flight, the cap", h.lim.maxCalls)), d, "")
 			return
 		}
 		defer h.lim.leave()
 		body, held, e := h.readBody(w, r)
 		if e != nil {
-			refuseAndClose(w, e, d, "")
+			refuseAndClose(w, r, e, d, "")
 			return
 		}
 		// The conversation parsed from the body is held for the call's life

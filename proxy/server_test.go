@@ -457,3 +457,22 @@ func TestChunkedBody(t *testing.T) {
 }
 
 var _ retry.Doer = (*funcDoer)(nil)
+
+// A caller that sends its whole (large) body at once still reads the
+// refusal, not a connection reset: the server half-closes and lingers.
+func TestRefusalReachesAnEagerCaller(t *testing.T) {
+	_, srv := newServer(t, Options{Doer: okDoer(), MaxBody: 1 << 20})
+	e := &env{t: t, srv: srv}
+	for i := range 5 {
+		req := e.openAIReq("")
+		bb := newBigBody(4 << 20)
+		req.Body, req.ContentLength = io.NopCloser(bb), int64(bb.size())
+		if i%2 == 1 {
+			req.Header.Del("Authorization")
+		}
+		want := map[int]int{0: 413, 1: 401}[i%2]
+		if r := e.do(req); r.status != want {
+			t.Errorf("status %d, want %d: %s", r.status, want, r.body)
+		}
+	}
+}
