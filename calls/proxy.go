@@ -139,8 +139,8 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 		// its answer ends.
 		Commit:        c.History.Commit,
 		DefaultPolicy: c.policy,
-		Now:       c.env.Now,
-		Logf:      logf,
+		Now:           c.env.Now,
+		Logf:          logf,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
