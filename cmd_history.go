@@ -395,6 +395,9 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		} else if at.NoRetry {
 			fmt.Fprintln(w, "     x-should-retry: false")
 		}
+		if note := at.FailoverNote(); note != "" {
+			fmt.Fprintf(w, "     %s\n", note)
+		}
 		if l := at.Limits; !l.Empty() {
 			var parts []string
 			for _, win := range []struct {
@@ -439,6 +442,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
 	fs := newReviewFlagSet("history stats")
 	hf.register(fs, true, 0)
+	hf.registerMode(fs)
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {
 		return code
@@ -455,25 +459,53 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	rd := &store.Reader{Path: path}
-	st, err := rd.Stats(ctx, f)
-	if err != nil {
-		return histFail(a, err)
+	// Real and simulated calls are never mixed in one row: each mode is its
+	// own set of rows (--mode keeps one), counted by the store in bounded
+	// memory.
+	modes := []string{store.ModeReal, store.ModeSimulated}
+	if hf.mode != "" {
+		modes = []string{hf.mode}
 	}
-	// How many of the calls counted ran on the simulator: the numbers mix
-	// both until the store can filter stats by mode.
-	simulated, err := countSimulated(ctx, rd, f)
-	if err != nil {
-		return histFail(a, err)
+	type modeStats struct {
+		Mode      string                `json:"mode"`
+		Providers []store.ProviderStats `json:"providers"`
+		Total     store.ProviderStats   `json:"total"`
+	}
+	var byMode []modeStats
+	for _, m := range modes {
+		mf := f
+		mf.Mode = m
+		st, err := rd.Stats(ctx, mf)
+		if err != nil {
+			return histFail(a, err)
+		}
+		ms := modeStats{Mode: m, Providers: st[:len(st)-1], Total: st[len(st)-1]}
+		if ms.Providers == nil {
+			ms.Providers = []store.ProviderStats{}
+		}
+		byMode = append(byMode, ms)
 	}
 	if hf.asJSON {
+		// providers and total keep their meaning (every call the filter
+		// selects); modes splits them, real and simulated.
+		all, err := rd.Stats(ctx, f)
+		if err != nil {
+			return histFail(a, err)
+		}
 		doc := struct {
 			DB             string                `json:"db"`
 			Providers      []store.ProviderStats `json:"providers"`
 			Total          store.ProviderStats   `json:"total"`
 			SimulatedCalls int                   `json:"simulated_calls"`
-		}{DB: path, Providers: st[:len(st)-1], Total: st[len(st)-1], SimulatedCalls: simulated}
+			Modes          []modeStats           `json:"modes"`
+		}{DB: path, Providers: all[:len(all)-1], Total: all[len(all)-1], Modes: byMode}
 		if doc.Providers == nil {
 			doc.Providers = []store.ProviderStats{}
+		}
+		for _, ms := range byMode {
+			if ms.Mode == store.ModeSimulated {
+				doc.SimulatedCalls = ms.Total.Calls
+			}
 		}
 		return writeJSON(a, doc)
 	}
@@ -484,51 +516,34 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		}
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	}
-	header := []string{"PROVIDER", "CALLS", "RETRIED", "RETRIES/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS"}
+	header := []string{"MODE", "PROVIDER", "CALLS", "RETRIED", "RETRIES/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
 	if !o.tty {
-		header = []string{"PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS"}
+		header = []string{"MODE", "PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
 	}
 	var rows [][]cell
-	for _, s := range st {
-		name, color := s.Provider, (*lipgloss.Style)(nil)
-		if name == "" {
-			name, color = "all", o.bold
+	total := 0
+	for _, ms := range byMode {
+		if ms.Total.Calls == 0 && hf.mode == "" {
+			continue // a mode with no calls is left out unless asked for
 		}
-		rows = append(rows, []cell{
-			{name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
-			{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
-			{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil},
-		})
+		total += ms.Total.Calls
+		for _, s := range append(ms.Providers, ms.Total) {
+			name, color := s.Provider, (*lipgloss.Style)(nil)
+			if name == "" {
+				name, color = "all", o.bold
+			}
+			rows = append(rows, []cell{
+				{ms.Mode, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
+				{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
+				{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil}, {strconv.Itoa(s.Interrupted), nil},
+			})
+		}
 	}
 	o.table(header, rows)
-	if o.tty && st[len(st)-1].Calls == 0 {
+	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
-	if total := st[len(st)-1].Calls; simulated > 0 {
-		fmt.Fprintf(a.stderr, "%d of these %d calls ran on the simulator (history list --mode real|simulated shows each)\n", simulated, total)
-	}
 	return exitOK
-}
-
-// countSimulated counts the calls f selects that a simulated session
-// recorded.
-func countSimulated(ctx context.Context, rd *store.Reader, f store.Filter) (int, error) {
-	modes, err := sessionModes(ctx, rd)
-	if err != nil {
-		return 0, err
-	}
-	f.Limit, f.BeforeID = 0, 0
-	calls, err := rd.List(ctx, f)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, c := range calls {
-		if modeOf(modes, c.Session) == store.ModeSimulated {
-			n++
-		}
-	}
-	return n, nil
 }
 
 func historyExport(ctx context.Context, a *app, args []string) int {
@@ -720,8 +735,9 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 			store.RepairResult
 		}{path, res})
 	}
-	fmt.Fprintf(a.stdout, "repaired %s: copied %d calls, %d attempts, %d sessions, %d texts, %d cooldowns\n", path,
-		res.Copied["calls"], res.Copied["attempts"], res.Copied["sessions"], res.Copied["text"], res.Copied["cooldowns"])
+	// The summary says what was copied and, by count and kind, everything
+	// skipped or known lost: never "copied" alone when a record is gone.
+	fmt.Fprintf(a.stdout, "repaired %s: %s\n", path, res.Summary())
 	for _, p := range res.Problems {
 		fmt.Fprintf(a.stdout, "  %s\n", p)
 	}

@@ -49,8 +49,15 @@ func TestHistoryListByMode(t *testing.T) {
 	if code, _, errOut := histRun(t, env, false, runHistory, "list", "--mode", "bogus"); code != exitUsage || !strings.Contains(errOut, "real or simulated") {
 		t.Errorf("--mode bogus: exit %d %s", code, errOut)
 	}
-	if code, out, errOut := histRun(t, env, false, runHistory, "stats"); code != exitOK || !strings.Contains(errOut, "3 of these 4 calls ran on the simulator") || strings.Contains(out, "simulator") {
-		t.Errorf("stats does not say how many calls were simulated: exit %d\n%s%s", code, out, errOut)
+	// stats never mixes the modes in one row: each mode has its own rows and
+	// its own "all" line; --mode keeps one.
+	if code, out, errOut := histRun(t, env, false, runHistory, "stats"); code != exitOK ||
+		!strings.Contains(out, "real\tall\t1\t") || !strings.Contains(out, "simulated\tall\t3\t") {
+		t.Errorf("stats does not split real from simulated calls: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := histRun(t, env, false, runHistory, "stats", "--mode", "real"); code != exitOK ||
+		!strings.Contains(out, "real\tall\t1\t") || strings.Contains(out, "simulated") {
+		t.Errorf("stats --mode real: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, _ := histRun(t, env, false, runHistory, "stats", "--json"); code != exitOK || !strings.Contains(out, `"simulated_calls": 3`) {
 		t.Errorf("stats --json lacks simulated_calls: %s", out)

@@ -130,6 +130,12 @@ func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
 	if hf.limit < 0 {
 		return f, errors.New("--limit must be 0 or more")
 	}
+	switch hf.mode {
+	case "", store.ModeReal, store.ModeSimulated:
+		f.Mode = hf.mode
+	default:
+		return f, fmt.Errorf("--mode %q: want real or simulated", hf.mode)
+	}
 	if hf.provider != "" {
 		p := strings.ToLower(hf.provider)
 		if _, ok := stream.Provider(p); !ok {
@@ -141,9 +147,9 @@ func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
 		o := retry.Outcome(strings.ToLower(hf.outcome))
 		switch o {
 		case retry.OutcomeOK, retry.OutcomeStopped, retry.OutcomeDeferred, retry.OutcomeGaveUp,
-			retry.OutcomeFailed, retry.OutcomeCancelled, store.OutcomeRunning:
+			retry.OutcomeFailed, retry.OutcomeCancelled, store.OutcomeRunning, store.OutcomeInterrupted:
 		default:
-			return f, fmt.Errorf("--outcome %q: want ok, stopped, deferred, gave_up, failed, cancelled or running", hf.outcome)
+			return f, fmt.Errorf("--outcome %q: want ok, stopped, deferred, gave_up, failed, cancelled, running or interrupted", hf.outcome)
 		}
 		f.Outcome = o
 	}

@@ -18,6 +18,7 @@ type Calls struct {
 	Pacer     *retry.Pacer
 	Engine    *retry.Engine
 	env       Env
+	policy    retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
 }
 
 // Open sets up a command's calls: the providers (simulated or real), the
@@ -38,6 +39,7 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		Doer:      &stream.Router{Client: &stream.Client{Options: f.Stream, Now: now}, Endpoints: provs.Endpoints},
 		Pacer:     retry.NewPacer(),
 		env:       env,
+		policy:    f.Policy,
 	}
 	c.Engine = &retry.Engine{Doer: c.Doer, Clock: env.Clock, Cooldowns: hist.Cooldowns(), Pacer: c.Pacer}
 	return c, nil

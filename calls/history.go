@@ -80,6 +80,20 @@ func (h *History) Path() string {
 	return h.rec.Path()
 }
 
+// Commit makes what the history holds of call callID durable before it
+// returns (the proxy calls it before an answer ends, so a kill right after
+// answering loses nothing). It commits everything queued, callID's events
+// included; with nothing recorded it does nothing.
+func (h *History) Commit(ctx context.Context, callID string) error {
+	if h.rec == nil {
+		return nil
+	}
+	if err := h.rec.Flush(ctx); err != nil {
+		return fmt.Errorf("committing call %s: %w", callID, err)
+	}
+	return nil
+}
+
 // Sink wraps next so that call c's events are recorded too.
 func (h *History) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
 	if h.rec == nil {

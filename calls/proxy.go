@@ -49,13 +49,13 @@ func LoadProxyConfig(path string, f Flags, fs *flag.FlagSet) (*proxy.Config, err
 		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	}
 	cfg.Policy = routePolicy(cfg.Policy, f.Policy, given)
-	for name, al := range cfg.Aliases {
-		if al.Policy != nil {
-			p := fillPolicy(*al.Policy, cfg.Policy)
-			al.Policy = &p
-			cfg.Aliases[name] = al
-		}
+	if given["failover-on-quota"] {
+		v := f.Policy.FailoverOnQuota
+		cfg.FailoverOnQuota = &v // the flag given takes the file's place; an alias's own word still wins
 	}
+	// An alias's own policy is layered over this by the proxy
+	// (Config.RoutePolicy), field by field, with the flags' values (given or
+	// default) below the file's as Options.DefaultPolicy.
 	return cfg, nil
 }
 
@@ -135,8 +135,12 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 		Available: c.Providers.Available,
 		Events:    events,
 		Record:    c.History.Sink,
-		Now:       c.env.Now,
-		Logf:      logf,
+		// Nothing answered is lost: the call's record is durable before
+		// its answer ends.
+		Commit:        c.History.Commit,
+		DefaultPolicy: c.policy,
+		Now:           c.env.Now,
+		Logf:          logf,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

@@ -36,8 +36,8 @@ func TestProxyPolicyPrecedence(t *testing.T) {
 	if top.MaxAttempts != 4 || top.Deadline != 20*time.Second || top.MaxWait != 90*time.Second || top.FailoverWait != def.FailoverWait || !top.FailoverOnQuota {
 		t.Errorf("routes' policy %+v: want the flags given (4, 20s, failover on quota) over the file's, the file's max_wait 90s, defaults elsewhere", top)
 	}
-	fast := cfg.Aliases["fast"].Policy
-	if fast == nil || fast.MaxAttempts != 2 || fast.Deadline != 20*time.Second || fast.MaxWait != 90*time.Second || !fast.FailoverOnQuota {
+	fast := cfg.RoutePolicy(cfg.Aliases["fast"], f.Policy)
+	if fast.MaxAttempts != 2 || fast.Deadline != 20*time.Second || fast.MaxWait != 90*time.Second || !fast.FailoverOnQuota {
 		t.Errorf("alias policy %+v: want its own max_attempts 2, the rest from the flags and the file", fast)
 	}
 	if cfg.Aliases["plain"].Policy != nil {

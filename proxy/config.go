@@ -31,20 +31,96 @@ import (
 // An alias is a chain (primary first, then fallbacks) with an optional
 // policy; a bare list is a chain with the default policy. Unknown keys are
 // errors, so a typo is not silently ignored.
+//
+// A route's policy is layered field by field (see RoutePolicy): what its
+// alias's policy names wins, then the file's top-level policy, then the
+// command's flags (Options.DefaultPolicy), then retry.DefaultPolicy.
 type Config struct {
-	Policy       retry.Policy     // every route's policy unless its alias sets one (zero fields: the defaults)
-	MaxTokens    int              // sent when the request names none (0: stream.DefaultMaxTokens)
-	Aliases      map[string]Alias // by name
-	Models       []stream.Target  // extra provider/model entries listed by /v1/models
-	AllowedHosts []string         // Host names accepted besides IP literals and localhost
+	Policy retry.Policy // the file's top-level policy (zero fields: not set)
+	// FailoverOnQuota is the top-level policy's failover_on_quota when the
+	// file names it (true or false), nil when it does not.
+	FailoverOnQuota *bool
+	MaxTokens       int              // sent when the request names none (0: stream.DefaultMaxTokens)
+	Aliases         map[string]Alias // by name
+	Models          []stream.Target  // extra provider/model entries listed by /v1/models
+	AllowedHosts    []string         // Host names accepted besides IP literals and localhost
 }
 
 // Alias is a named route: a chain of targets and its policy.
 type Alias struct {
-	Name      string
-	Chain     []stream.Target
-	Policy    *retry.Policy // nil: Config.Policy
-	MaxTokens int           // 0: the request's, else Config.MaxTokens
+	Name   string
+	Chain  []stream.Target
+	Policy *retry.Policy // nil: none of its own (zero fields: not set)
+	// FailoverOnQuota is the alias's failover_on_quota when its policy names
+	// it (true or false): it wins over the file's and the flag's. Nil: not
+	// said (Policy.FailoverOnQuota true also counts as said).
+	FailoverOnQuota *bool
+	MaxTokens       int // 0: the request's, else Config.MaxTokens
+}
+
+// RoutePolicy is the policy of a call routed to a (the zero Alias for a
+// provider/model route), layered field by field: a's policy, then the
+// file's top-level policy, then flags (the command's flag values), then
+// retry.DefaultPolicy. A zero duration or count is "not set" at its layer;
+// IgnoreCooldown is on when any layer turns it on; FailoverOnQuota is the
+// first layer that says it (Alias.FailoverOnQuota, Config.FailoverOnQuota,
+// or true in a layer's Policy), else off. c may be nil.
+func (c *Config) RoutePolicy(a Alias, flags retry.Policy) retry.Policy {
+	var layers []retry.Policy
+	var said []*bool
+	if a.Policy != nil {
+		layers = append(layers, *a.Policy)
+	}
+	said = append(said, a.FailoverOnQuota)
+	if a.Policy != nil && a.Policy.FailoverOnQuota {
+		said = append(said, ptr(true))
+	}
+	if c != nil {
+		layers = append(layers, c.Policy)
+		said = append(said, c.FailoverOnQuota)
+		if c.Policy.FailoverOnQuota {
+			said = append(said, ptr(true))
+		}
+	}
+	layers = append(layers, flags)
+	if flags.FailoverOnQuota {
+		said = append(said, ptr(true))
+	}
+	var p retry.Policy
+	for i := len(layers) - 1; i >= 0; i-- { // lowest first, each higher one overwrites what it sets
+		l := layers[i]
+		setInt(&p.MaxAttempts, l.MaxAttempts)
+		setInt(&p.TriesPerTarget, l.TriesPerTarget)
+		setDur(&p.FailoverWait, l.FailoverWait)
+		setDur(&p.MaxWait, l.MaxWait)
+		setDur(&p.Deadline, l.Deadline)
+		setDur(&p.BackoffBase, l.BackoffBase)
+		setDur(&p.BackoffCap, l.BackoffCap)
+		setDur(&p.Jitter, l.Jitter)
+		p.IgnoreCooldown = p.IgnoreCooldown || l.IgnoreCooldown
+		p.NoRetryAfterText = p.NoRetryAfterText || l.NoRetryAfterText
+	}
+	for _, s := range said {
+		if s != nil {
+			p.FailoverOnQuota = *s
+			break
+		}
+	}
+	return p.WithDefaults()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func setInt(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func setDur(dst *time.Duration, v time.Duration) {
+	if v > 0 {
+		*dst = v
+	}
 }
 
 // policyJSON is a Policy as written in the file.
@@ -55,16 +131,20 @@ type policyJSON struct {
 	MaxWait        duration `json:"max_wait"`
 	Deadline       duration `json:"deadline"`
 	IgnoreCooldown bool     `json:"ignore_cooldown"`
+	// FailoverOnQuota is a pointer so that an alias's explicit false wins
+	// over the flag.
+	FailoverOnQuota *bool `json:"failover_on_quota"`
 }
 
 func (p policyJSON) policy() retry.Policy {
 	return retry.Policy{
-		MaxAttempts:    p.MaxAttempts,
-		TriesPerTarget: p.TriesPerTarget,
-		FailoverWait:   time.Duration(p.FailoverWait),
-		MaxWait:        time.Duration(p.MaxWait),
-		Deadline:       time.Duration(p.Deadline),
-		IgnoreCooldown: p.IgnoreCooldown,
+		MaxAttempts:     p.MaxAttempts,
+		TriesPerTarget:  p.TriesPerTarget,
+		FailoverWait:    time.Duration(p.FailoverWait),
+		MaxWait:         time.Duration(p.MaxWait),
+		Deadline:        time.Duration(p.Deadline),
+		IgnoreCooldown:  p.IgnoreCooldown,
+		FailoverOnQuota: p.FailoverOnQuota != nil && *p.FailoverOnQuota,
 	}
 }
 
@@ -147,6 +227,7 @@ func ParseConfig(b []byte) (*Config, error) {
 	}
 	if cj.Policy != nil {
 		c.Policy = cj.Policy.policy()
+		c.FailoverOnQuota = cj.Policy.FailoverOnQuota
 	}
 	names := make([]string, 0, len(cj.Aliases))
 	for n := range cj.Aliases {
@@ -175,6 +256,7 @@ func ParseConfig(b []byte) (*Config, error) {
 		if aj.Policy != nil {
 			p := aj.Policy.policy()
 			a.Policy = &p
+			a.FailoverOnQuota = aj.Policy.FailoverOnQuota
 		}
 		c.Aliases[n] = a
 	}

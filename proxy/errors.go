@@ -21,6 +21,7 @@ type apiError struct {
 	message    string
 	param      string
 	retryAfter time.Duration // > 0: a retry-after header
+	retryable  bool          // no provider was called: the SDK may retry (x-should-retry: true)
 }
 
 // statusOf is the HTTP status for a provider's error: its own status when it
@@ -117,10 +118,11 @@ func plural(n int) string {
 }
 
 // setErrorHeaders marks a final error: the SDKs must not retry it (the
-// retry core already did what could be done).
+// retry core already did what could be done). A refusal at the proxy's own
+// caps, before any provider was called, is the exception.
 func setErrorHeaders(h http.Header, e *apiError) {
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Should-Retry", "false")
+	h.Set("X-Should-Retry", strconv.FormatBool(e.retryable))
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 	}

@@ -22,7 +22,7 @@ const testToken = "lsp-test-token-0123456789abcdef"
 
 // env is a proxy in front of a simulator.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	sim    *sim.Running
 	srv    *httptest.Server
 	h      *Handler
@@ -30,9 +30,31 @@ type env struct {
 	calls  []retry.Call
 	events []retry.Event
 	hits   atomic.Int64 // HTTP requests that reached the proxy
+	hcMu   sync.Mutex
+	hc     *http.Client // the callers' client, its idle connections closed at cleanup; under hcMu
+	up     *http.Client // the proxy's upstream client (to the simulator)
 }
 
-func clearEnv(t *testing.T) {
+// newTestClient is an HTTP client of the test's own: its idle keep-alive
+// connections (and their persistConn goroutines, which goleak would see)
+// are closed when the test ends.
+func newTestClient(t testing.TB) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// client is e's callers' client, made on first use.
+func (e *env) client() *http.Client {
+	e.hcMu.Lock()
+	defer e.hcMu.Unlock()
+	if e.hc == nil {
+		e.hc = newTestClient(e.t)
+	}
+	return e.hc
+}
+
+func clearEnv(t testing.TB) {
 	t.Helper()
 	for _, v := range stream.AllEnvVars() {
 		t.Setenv(v, "")
@@ -41,12 +63,18 @@ func clearEnv(t *testing.T) {
 
 // newEnv starts a simulator and a proxy; cfg may be nil; tweak may adjust
 // the options.
-func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
+func newEnv(t testing.TB, cfg *Config, tweak func(*Options)) *env {
+	t.Helper()
+	return newEnvSim(t, sim.Options{Scenario: "calm", TokensPerSecond: 1e6}, cfg, tweak)
+}
+
+// newEnvSim is newEnv with the simulator's options.
+func newEnvSim(t testing.TB, so sim.Options, cfg *Config, tweak func(*Options)) *env {
 	t.Helper()
 	clearEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r, err := sim.Start(ctx, "127.0.0.1:0", sim.Options{Scenario: "calm", TokensPerSecond: 1e6})
+	r, err := sim.Start(ctx, "127.0.0.1:0", so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +83,13 @@ func newEnv(t *testing.T, cfg *Config, tweak func(*Options)) *env {
 	for _, p := range stream.Providers() {
 		eps[p.Name] = r.Endpoint(p.Name)
 	}
-	e := &env{t: t, sim: r}
+	// The proxy's own upstream client, and the shared one e.direct uses.
+	t.Cleanup(stream.CloseIdleConnections)
+	upstream := newTestClient(t)
+	e := &env{t: t, sim: r, up: upstream}
 	o := Options{
 		Token:  testToken,
-		Doer:   stream.Router{Client: &stream.Client{}, Endpoints: eps},
+		Doer:   stream.Router{Client: &stream.Client{HTTP: upstream}, Endpoints: eps},
 		Config: cfg,
 		Events: func(c retry.Call, ev retry.Event) {
 			e.mu.Lock()
@@ -136,7 +167,7 @@ type reply struct {
 
 func (e *env) do(r *http.Request) reply {
 	e.t.Helper()
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := e.client().Do(r)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 
 // firstText sends r and returns the time to the first SSE data line that
 // carries text, reading the rest of the stream; ok is false on any failure.
-func firstText(r *http.Request) (time.Duration, bool) {
+func firstText(hc *http.Client, r *http.Request) (time.Duration, bool) {
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := hc.Do(r)
 	if err != nil {
 		return 0, false
 	}
@@ -60,6 +60,7 @@ func measure(t *testing.T, e *env, n, conc int, viaProxy bool) []time.Duration {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, conc)
+	hc := e.client()
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -75,7 +76,7 @@ func measure(t *testing.T, e *env, n, conc int, viaProxy bool) []time.Duration {
 				r.Header.Set("Authorization", "Bearer "+sim.FakeKey)
 				r.Header.Set("Content-Type", "application/json")
 			}
-			d, ok := firstText(r)
+			d, ok := firstText(hc, r)
 			mu.Lock()
 			defer mu.Unlock()
 			out[i] = d

@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -49,6 +48,10 @@ type Options struct {
 	Cooldowns retry.Cooldowns // nil: in memory, for the handler's life
 	Pacer     retry.Pacing    // nil: no pacing (retry.NewPacer() is the in-memory one)
 	Config    *Config         // nil: no aliases, default policy
+	// DefaultPolicy is the command's policy flags: below the config file's
+	// policy and an alias's own (Config.RoutePolicy), above
+	// retry.DefaultPolicy. Zero fields: not set.
+	DefaultPolicy retry.Policy
 	// Available reports whether a provider has a key; routes to others are
 	// refused (or skipped in an alias's chain). Nil: every provider.
 	Available func(provider string) bool
@@ -58,10 +61,28 @@ type Options struct {
 	Events func(c retry.Call, ev retry.Event)
 	// Record wraps a call's sink so its events reach the history too (the
 	// command's historyHook.sink).
-	Record  func(c retry.Call, next func(retry.Event)) func(retry.Event)
+	Record func(c retry.Call, next func(retry.Event)) func(retry.Event)
+	// Commit, when set, makes a call's history record durable: it is called
+	// with the call's id (retry.Call.ID, Event.CallID) after the call's
+	// call_end event went through Record, and before the answer is
+	// completed (the last stream event, or the whole non-streamed answer,
+	// is written only when it returns), so a proxy killed right after
+	// answering has lost nothing it answered. Its ctx ends after 10 s; an
+	// error is logged (Logf) and the answer still goes out.
+	Commit  func(ctx context.Context, callID string) error
 	Now     func() time.Time                 // nil: time.Now
 	Logf    func(format string, args ...any) // one line per call; nil: silent
-	MaxBody int64                            // request body cap (0: DefaultMaxBody)
+	MaxBody int64                            // request body cap (0: DefaultMaxBody); over it: 413
+	// MaxInFlight caps the completion calls served at once (0:
+	// DefaultMaxInFlight); MaxBuffered caps the request body bytes they
+	// hold (0: DefaultMaxBuffered, never below MaxBody). Past either cap a
+	// call is refused at once with 503 and retry-after, in the caller's
+	// dialect, before its body is read.
+	MaxInFlight int
+	MaxBuffered int64
+	// BodyTimeout bounds reading one request body (0: DefaultBodyTimeout);
+	// past it: 408 and the connection is closed.
+	BodyTimeout time.Duration
 }
 
 // Handler is the proxy, an http.Handler.
@@ -70,6 +91,7 @@ type Handler struct {
 	cfg   *Config
 	cools retry.Cooldowns
 	mux   *http.ServeMux
+	lim   limits
 }
 
 // New returns the proxy's handler.
@@ -93,6 +115,17 @@ func New(o Options) (*Handler, error) {
 	if h.o.MaxBody <= 0 {
 		h.o.MaxBody = DefaultMaxBody
 	}
+	if h.o.MaxInFlight <= 0 {
+		h.o.MaxInFlight = DefaultMaxInFlight
+	}
+	if h.o.MaxBuffered <= 0 {
+		h.o.MaxBuffered = DefaultMaxBuffered
+	}
+	h.o.MaxBuffered = max(h.o.MaxBuffered, h.o.MaxBody)
+	if h.o.BodyTimeout <= 0 {
+		h.o.BodyTimeout = DefaultBodyTimeout
+	}
+	h.lim = limits{maxCalls: int64(h.o.MaxInFlight), maxBytes: h.o.MaxBuffered}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
 		mux.HandleFunc(p, h.post(stream.DialectOpenAI, parseOpenAI))
@@ -105,7 +138,7 @@ func New(o Options) (*Handler, error) {
 		mux.HandleFunc(p+"/{id...}", h.models)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
+		refuseAndClose(w, r, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
 			message: "limitscope proxy: no endpoint " + r.Method + " " + r.URL.Path +
 				" (served: POST /v1/chat/completions, POST /v1/messages, GET /v1/models)"}, callerDialect(r), "")
 	})
@@ -122,16 +155,17 @@ func callerDialect(r *http.Request) stream.Dialect {
 }
 
 // ServeHTTP checks the Host and Origin (DNS rebinding, browsers) and the
-// token, then serves the endpoint.
+// token, then serves the endpoint. A refusal closes the connection without
+// reading the body.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := callerDialect(r)
 	if r.Header.Get("Origin") != "" {
-		writeError(w, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "origin_refused",
+		refuseAndClose(w, r, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "origin_refused",
 			message: "limitscope proxy: requests from a web page (with an Origin header) are refused"}, d, "")
 		return
 	}
 	if !h.hostAllowed(r.Host) {
-		writeError(w, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "host_refused",
+		refuseAndClose(w, r, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "host_refused",
 			message: "limitscope proxy: the Host header names another server (add it to allowed_hosts in the config if it is yours)"}, d, "")
 		return
 	}
@@ -141,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if d == stream.DialectAnthropic {
 			e.code = "authentication_error"
 		}
-		writeError(w, e, d, "")
+		refuseAndClose(w, r, e, d, "")
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -186,26 +220,29 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// post serves a completion endpoint of one dialect.
+// post serves a completion endpoint of one dialect: admission (the caps),
+// the body within its timeout and budget, then the call.
 func (h *Handler) post(d stream.Dialect, parse func([]byte) (*inbound, *apiError)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, class: stream.ClassCaller,
+			refuseAndClose(w, r, &apiError{status: http.StatusMethodNotAllowed, class: stream.ClassCaller,
 				message: "limitscope proxy: use POST"}, d, "")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
-		if err != nil {
-			var mb *http.MaxBytesError
-			if errors.As(err, &mb) {
-				writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, class: stream.ClassCaller, code: "request_too_large",
-					message: fmt.Sprintf("limitscope proxy: the request body is over %d bytes", h.o.MaxBody)}, d, "")
-				return
-			}
-			writeError(w, invalid("", "limitscope proxy: reading the request body: %v", err), d, "")
+		if !h.lim.enter() {
+			refuseAndClose(w, r, busy(fmt.Sprintf("%d calls are in flight, the cap", h.lim.maxCalls)), d, "")
 			return
 		}
+		defer h.lim.leave()
+		body, held, e := h.readBody(w, r)
+		if e != nil {
+			refuseAndClose(w, r, e, d, "")
+			return
+		}
+		// The conversation parsed from the body is held for the call's life
+		// (retries resend it): so are its bytes in the budget.
+		defer h.lim.release(held)
 		in, e := parse(body)
 		if e != nil {
 			writeError(w, e, d, "")
@@ -266,9 +303,10 @@ func (h *Handler) aliasList() string {
 }
 
 // inferProvider names the provider of a bare model name an SDK's code
-// already uses (claude-..., gpt-..., gemini-...), or "".
+// already uses (claude-..., gpt-..., gemini-...), or "": the provider
+// table's model prefixes.
 func inferProvider(model string) string {
-	p, _ := stream.ProviderForModel(model) // the provider table's model-name prefixes
+	p, _ := stream.ProviderForModel(model)
 	return p.Name
 }
 
@@ -280,7 +318,7 @@ type callState struct {
 	target  stream.Target // of the attempt in flight
 	n       int           // its number
 	started bool          // the caller's stream began: nothing can be taken back
-	midErr  *stream.Error // the error that ended a started stream
+	sse     *sseOut       // the started stream's output
 }
 
 // event is the call's own sink: it streams text to the caller.
@@ -297,37 +335,20 @@ func (cs *callState) event(ev retry.Event) {
 		if !cs.started {
 			cs.begin()
 		}
-		cs.out.text(cs.w, ev.Text)
+		cs.sse.text(cs.out, ev.Text)
 	}
 }
 
-// begin sends the headers and the stream's opening events.
+// begin sends the headers and the stream's opening events (they go out
+// with its first text).
 func (cs *callState) begin() {
 	h := cs.w.Header()
 	h.Set(HeaderServedBy, cs.target.String())
 	h.Set(HeaderAttempts, strconv.Itoa(cs.n))
-	cs.out.start(cs.w, cs.target.Model)
+	startSSE(cs.w)
+	cs.sse = newSSEOut(cs.w)
+	cs.sse.start(cs.out, cs.target.Model)
 	cs.started = true
-}
-
-// callDoer is the call's Doer: once text has reached the caller, a failed
-// attempt ends the call (a retry's answer must not be glued onto what the
-// caller already has), by cancelling the call before the engine decides.
-type callDoer struct {
-	retry.Doer
-	cs     *callState
-	cancel context.CancelFunc
-}
-
-// Do sends one attempt through the real Doer.
-func (d *callDoer) Do(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
-	res := d.Doer.Do(ctx, req, onText)
-	if res.Err != nil && d.cs.started && res.Err.Class != stream.ClassQuota {
-		e := *res.Err
-		d.cs.midErr = &e
-		d.cancel()
-	}
-	return res
 }
 
 // serveCall runs one call through the retry core and answers it.
@@ -343,10 +364,11 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 		writeError(w, e, in.dialect, id)
 		return
 	}
-	pol := h.cfg.Policy
-	if rt.Policy != nil {
-		pol = *rt.Policy
-	}
+	pol := h.cfg.RoutePolicy(rt, h.o.DefaultPolicy)
+	// A streamed answer's text is the caller's as soon as it is written: a
+	// retry's answer must not be glued onto it. Unstreamed, nothing reached
+	// the caller before the call ends, so everything may be retried.
+	pol.NoRetryAfterText = in.stream
 	maxTokens := in.maxTokens
 	if maxTokens == 0 {
 		maxTokens = rt.MaxTokens
@@ -370,10 +392,12 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 		out = newOpenAIWriter(id, now, in.includeUsage)
 	}
 	cs := &callState{w: w, out: out, stream: in.stream}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	eng := &retry.Engine{Doer: &callDoer{Doer: h.o.Doer, cs: cs, cancel: cancel}, Clock: h.o.Clock,
-		Cooldowns: h.cools, Pacer: h.o.Pacer}
+	defer func() {
+		if cs.sse != nil {
+			cs.sse.close() // whatever happened, its goroutine ends with the handler
+		}
+	}()
+	eng := &retry.Engine{Doer: h.o.Doer, Clock: h.o.Clock, Cooldowns: h.cools, Pacer: h.o.Pacer}
 	sink := cs.event
 	if h.o.Events != nil {
 		own, events := sink, h.o.Events
@@ -385,43 +409,60 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 	if h.o.Record != nil {
 		sink = h.o.Record(call, sink)
 	}
-	res := eng.Run(ctx, call, sink)
+	res := eng.Run(r.Context(), call, sink)
 	h.logCall(call, res)
+	h.commit(r.Context(), id)
 	if r.Context().Err() != nil {
 		return // the caller left; nobody to answer
 	}
-	hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
 	switch {
 	case cs.started && res.Outcome == retry.OutcomeOK:
-		cs.out.end(w, res, servedModel(res, cs.target))
+		model := servedModel(res, cs.target)
+		cs.sse.finish(func(b []byte) []byte { return out.end(b, res, model) })
 	case cs.started:
-		se := cs.midErr
-		if se == nil {
-			se = res.Err
-		}
-		var ae *apiError
-		if se == nil || res.Outcome != retry.OutcomeCancelled {
-			ae = callError(res, in.dialect, h.o.Now())
-		} else {
-			ae = fromStream(se, in.dialect)
-			ae.message = "limitscope: the stream broke after it began and cannot be retried without repeating text: " + ae.message
-		}
-		cs.out.fail(w, ae)
+		ae := brokenStream(res, in.dialect, h.o.Now())
+		cs.sse.finish(func(b []byte) []byte { return out.fail(b, ae) })
 	case res.Outcome == retry.OutcomeOK:
+		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
 		model := servedModel(res, cs.target)
 		hd.Set(HeaderServedBy, res.ServedBy.Provider+"/"+model)
 		if in.stream {
-			cs.out.start(w, model)
+			startSSE(w)
+			b := out.start(nil, model)
 			if res.Text != "" {
-				cs.out.text(w, res.Text)
+				b = out.text(b, res.Text)
 			}
-			cs.out.end(w, res, model)
+			writeFlush(w, out.end(b, res, model))
 		} else {
-			cs.out.message(w, res, model)
+			out.message(w, res, model)
 		}
 	default:
+		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
 		writeError(w, callError(res, in.dialect, h.o.Now()), in.dialect, id)
 	}
+}
+
+// commit makes the call's record durable before its answer completes.
+func (h *Handler) commit(ctx context.Context, id string) {
+	if h.o.Commit == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := h.o.Commit(cctx, id); err != nil && h.o.Logf != nil {
+		h.o.Logf("proxy: call %s: the history did not record it: %s", id, sanitize.Text(sanitize.Secrets(err.Error())))
+	}
+}
+
+// brokenStream is the error event for a call whose stream to the caller
+// began and did not end well.
+func brokenStream(res retry.Result, caller stream.Dialect, now time.Time) *apiError {
+	if res.Err == nil || res.Outcome == retry.OutcomeCancelled {
+		return callError(res, caller, now)
+	}
+	ae := fromStream(res.Err, caller)
+	ae.message = "limitscope: the stream broke after it began and cannot be retried without repeating text: " + ae.message
+	return ae
 }
 
 // servedModel is the model that answered, as its provider named it.

@@ -3,7 +3,9 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
@@ -52,16 +54,17 @@ func openAIUsage(u *stream.Usage) map[string]any {
 		"total_tokens": uz.InputTokens + uz.OutputTokens}
 }
 
-// writer answers one call in the caller's dialect.
+// writer answers one call in the caller's dialect. The stream methods
+// append events to b and return it (the caller writes and flushes).
 type writer interface {
 	// message writes a complete, non-streamed answer (headers already set).
 	message(w http.ResponseWriter, res retry.Result, model string)
 	// start begins a stream; text adds a delta; end completes it; fail ends
 	// it with the dialect's error event.
-	start(w http.ResponseWriter, model string)
-	text(w http.ResponseWriter, s string)
-	end(w http.ResponseWriter, res retry.Result, model string)
-	fail(w http.ResponseWriter, e *apiError)
+	start(b []byte, model string) []byte
+	text(b []byte, s string) []byte
+	end(b []byte, res retry.Result, model string) []byte
+	fail(b []byte, e *apiError) []byte
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -71,31 +74,143 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// sseWrite writes one event and flushes it.
-func sseWrite(w http.ResponseWriter, event string, v any) {
-	sseBuffer(w, event, v)
+// writeFlush writes b and flushes it.
+func writeFlush(w http.ResponseWriter, b []byte) {
+	_, _ = w.Write(b)
 	_ = http.NewResponseController(w).Flush()
 }
 
-// sseBuffer writes one event without flushing: the opening events of a
-// stream go out with its first text, in one write to the socket.
-func sseBuffer(w http.ResponseWriter, event string, v any) {
-	var b []byte
-	if s, ok := v.(string); ok {
-		b = []byte(s)
-	} else {
-		b, _ = json.Marshal(v)
-	}
-	buf := make([]byte, 0, len(b)+len(event)+16)
+// appendEvent appends one event; v is a string written as is, or a value
+// encoded as JSON.
+func appendEvent(buf []byte, event string, v any) []byte {
 	if event != "" {
 		buf = append(buf, "event: "...)
 		buf = append(buf, event...)
 		buf = append(buf, '\n')
 	}
 	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	_, _ = w.Write(buf)
+	if s, ok := v.(string); ok {
+		buf = append(buf, s...)
+	} else {
+		b, _ := json.Marshal(v)
+		buf = append(buf, b...)
+	}
+	return append(buf, "\n\n"...)
+}
+
+// sseOut is a started stream's output. Events are appended to a buffer by
+// the call's goroutine (which never waits on the socket), and one flusher
+// goroutine writes and flushes whatever is ready, once per batch: a burst
+// of tokens costs one write, a slow stream still goes out token by token.
+// The two buffers are swapped, not reallocated, and come from a pool.
+type sseOut struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	mu    sync.Mutex
+	buf   *[]byte // pending events; guarded by mu
+	spare *[]byte // the flusher's
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	ended bool
+}
+
+// bufPool holds stream buffers; big ones are not kept.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooled = 64 << 10
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= maxPooled {
+		*b = (*b)[:0]
+		bufPool.Put(b)
+	}
+}
+
+// newSSEOut starts the flusher of a stream whose headers are written.
+func newSSEOut(w http.ResponseWriter) *sseOut {
+	o := &sseOut{w: w, rc: http.NewResponseController(w), buf: getBuf(), spare: getBuf(),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go o.loop()
+	return o
+}
+
+func (o *sseOut) loop() {
+	defer close(o.done)
+	for {
+		select {
+		case <-o.kick:
+		case <-o.stop:
+			return
+		}
+		o.mu.Lock()
+		b := o.buf
+		o.buf = o.spare
+		o.mu.Unlock()
+		if len(*b) > 0 {
+			_, _ = o.w.Write(*b)
+			_ = o.rc.Flush()
+		}
+		*b = (*b)[:0]
+		o.spare = b
+	}
+}
+
+func (o *sseOut) signal() {
+	select {
+	case o.kick <- struct{}{}:
+	default: // a flush is already due: it takes this too
+	}
+}
+
+// start appends the stream's opening events (sent with the first text).
+func (o *sseOut) start(out writer, model string) {
+	o.mu.Lock()
+	*o.buf = out.start(*o.buf, model)
+	o.mu.Unlock()
+}
+
+// text appends a delta and has it flushed.
+func (o *sseOut) text(out writer, s string) {
+	o.mu.Lock()
+	*o.buf = out.text(*o.buf, s)
+	o.mu.Unlock()
+	o.signal()
+}
+
+// finish stops the flusher, appends the last events with f, and writes and
+// flushes everything left, from the calling goroutine.
+func (o *sseOut) finish(f func([]byte) []byte) {
+	o.stopFlusher()
+	b := f(*o.buf)
+	writeFlush(o.w, b)
+	*o.buf = b
+	o.close()
+}
+
+// stopFlusher ends the flusher goroutine (once); what is pending stays in
+// o.buf.
+func (o *sseOut) stopFlusher() {
+	if o.ended {
+		return
+	}
+	o.ended = true
+	close(o.stop)
+	<-o.done
+	putBuf(o.spare)
+	o.spare = nil
+}
+
+// close stops the flusher and gives the buffers back; the handler defers
+// it, so it runs whatever happened.
+func (o *sseOut) close() {
+	o.stopFlusher()
+	if o.buf != nil {
+		putBuf(o.buf)
+		o.buf = nil
+	}
 }
 
 // openAIWriter speaks Chat Completions.
@@ -133,41 +248,40 @@ func (o *openAIWriter) chunk(model string, delta map[string]any, finish any) map
 	}
 }
 
-func (o *openAIWriter) start(w http.ResponseWriter, model string) {
-	startSSE(w)
-	sseBuffer(w, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
+func (o *openAIWriter) start(b []byte, model string) []byte {
+	b = appendEvent(b, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
 	// Text chunks differ only in their content: encode the rest once.
 	head, _ := json.Marshal(map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model})
 	o.textHead = append(append([]byte("data: "), head[:len(head)-1]...), `,"choices":[{"index":0,"delta":{"content":`...)
+	return b
 }
 
-func (o *openAIWriter) text(w http.ResponseWriter, s string) {
-	writeText(w, o.textHead, s, `},"logprobs":null,"finish_reason":null}]}`)
+func (o *openAIWriter) text(b []byte, s string) []byte {
+	return appendText(b, o.textHead, s, `},"logprobs":null,"finish_reason":null}]}`)
 }
 
-// writeText writes head, s as a JSON string, tail and an event's end, and
-// flushes: the hot path of a stream, without building maps.
-func writeText(w http.ResponseWriter, head []byte, s, tail string) {
-	q, _ := json.Marshal(s)
-	buf := make([]byte, 0, len(head)+len(q)+len(tail)+2)
-	buf = append(append(append(append(buf, head...), q...), tail...), "\n\n"...)
-	_, _ = w.Write(buf)
-	_ = http.NewResponseController(w).Flush()
+// appendText appends head, s as a JSON string, tail and an event's end:
+// the hot path of a stream, without building maps or allocating.
+func appendText(b, head []byte, s, tail string) []byte {
+	b = append(b, head...)
+	b = appendJSONString(b, s)
+	b = append(b, tail...)
+	return append(b, "\n\n"...)
 }
 
-func (o *openAIWriter) end(w http.ResponseWriter, res retry.Result, model string) {
-	sseWrite(w, "", o.chunk(model, map[string]any{}, openAIFinish(res.FinishReason)))
+func (o *openAIWriter) end(b []byte, res retry.Result, model string) []byte {
+	b = appendEvent(b, "", o.chunk(model, map[string]any{}, openAIFinish(res.FinishReason)))
 	if o.includeUsage {
-		sseWrite(w, "", map[string]any{
+		b = appendEvent(b, "", map[string]any{
 			"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model,
 			"choices": []any{}, "usage": openAIUsage(res.Usage),
 		})
 	}
-	sseWrite(w, "", "[DONE]")
+	return appendEvent(b, "", "[DONE]")
 }
 
-func (o *openAIWriter) fail(w http.ResponseWriter, e *apiError) {
-	sseWrite(w, "", errorJSON(e, stream.DialectOpenAI, ""))
+func (o *openAIWriter) fail(b []byte, e *apiError) []byte {
+	return appendEvent(b, "", errorJSON(e, stream.DialectOpenAI, ""))
 }
 
 // errorJSON is the error body as a raw JSON value.
@@ -187,7 +301,6 @@ func startSSE(w http.ResponseWriter) {
 type anthropicWriter struct {
 	id        string
 	requestID string
-	started   bool
 }
 
 func newAnthropicWriter(id string) *anthropicWriter {
@@ -207,33 +320,83 @@ func (a *anthropicWriter) message(w http.ResponseWriter, res retry.Result, model
 	})
 }
 
-func (a *anthropicWriter) start(w http.ResponseWriter, model string) {
-	startSSE(w)
-	sseBuffer(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+func (a *anthropicWriter) start(b []byte, model string) []byte {
+	b = appendEvent(b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
 	}})
-	sseBuffer(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+	return appendEvent(b, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
-	a.started = true
 }
 
 var anthropicTextHead = []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":")
 
-func (a *anthropicWriter) text(w http.ResponseWriter, s string) {
-	writeText(w, anthropicTextHead, s, "}}")
+func (a *anthropicWriter) text(b []byte, s string) []byte {
+	return appendText(b, anthropicTextHead, s, "}}")
 }
 
-func (a *anthropicWriter) end(w http.ResponseWriter, res retry.Result, _ string) {
+func (a *anthropicWriter) end(b []byte, res retry.Result, _ string) []byte {
 	u := usageOrZero(res.Usage)
-	sseWrite(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	sseWrite(w, "message_delta", map[string]any{"type": "message_delta",
+	b = appendEvent(b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	b = appendEvent(b, "message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": anthropicStop(res.FinishReason), "stop_sequence": nil},
 		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}})
-	sseWrite(w, "message_stop", map[string]any{"type": "message_stop"})
+	return appendEvent(b, "message_stop", map[string]any{"type": "message_stop"})
 }
 
-func (a *anthropicWriter) fail(w http.ResponseWriter, e *apiError) {
-	sseWrite(w, "error", errorJSON(e, stream.DialectAnthropic, a.requestID))
+func (a *anthropicWriter) fail(b []byte, e *apiError) []byte {
+	return appendEvent(b, "error", errorJSON(e, stream.DialectAnthropic, a.requestID))
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it
+// (invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped) except that <, >
+// and & are left as they are.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -28,12 +28,12 @@ func sdkConfig() *Config {
 }
 
 func (e *env) openAI(key string) *openai.Client {
-	c := openai.NewClient(ooption.WithAPIKey(key), ooption.WithBaseURL(e.srv.URL+"/v1"))
+	c := openai.NewClient(ooption.WithAPIKey(key), ooption.WithBaseURL(e.srv.URL+"/v1"), ooption.WithHTTPClient(e.client()))
 	return &c
 }
 
 func (e *env) anthropic(key string) *anthropic.Client {
-	c := anthropic.NewClient(aoption.WithAPIKey(key), aoption.WithBaseURL(e.srv.URL))
+	c := anthropic.NewClient(aoption.WithAPIKey(key), aoption.WithBaseURL(e.srv.URL), aoption.WithHTTPClient(e.client()))
 	return &c
 }
 
@@ -67,6 +67,7 @@ func TestSDKOpenAI(t *testing.T) {
 		p := openAIParams("openai/gpt-5.4-mini")
 		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 		s := c.Chat.Completions.NewStreaming(ctx, p)
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		acc := openai.ChatCompletionAccumulator{}
 		for s.Next() {
 			acc.AddChunk(s.Current())
@@ -103,6 +104,7 @@ func TestSDKOpenAI(t *testing.T) {
 		e := newEnv(t, sdkConfig(), nil)
 		e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultOverload, Count: 10})
 		s := e.openAI(testToken).Chat.Completions.NewStreaming(ctx, openAIParams("fast"))
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		acc := openai.ChatCompletionAccumulator{}
 		for s.Next() {
 			acc.AddChunk(s.Current())
@@ -124,6 +126,7 @@ func TestSDKOpenAI(t *testing.T) {
 		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Tell me a long story")}
 		p.MaxCompletionTokens = openai.Int(300)
 		s := e.openAI(testToken).Chat.Completions.NewStreaming(ctx, p)
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		text := ""
 		for s.Next() {
 			if ch := s.Current(); len(ch.Choices) > 0 {
@@ -163,6 +166,7 @@ func TestSDKAnthropic(t *testing.T) {
 			t.Errorf("message %+v", msg)
 		}
 		s := c.Messages.NewStreaming(ctx, anthropicParams("claude-haiku-5-5"))
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		acc := anthropic.Message{}
 		for s.Next() {
 			if err := acc.Accumulate(s.Current()); err != nil {
@@ -201,6 +205,7 @@ func TestSDKAnthropic(t *testing.T) {
 		e := newEnv(t, sdkConfig(), nil)
 		e.inject(sim.Fault{Provider: "anthropic", Kind: sim.FaultOverload, Count: 10})
 		s := e.anthropic(testToken).Messages.NewStreaming(ctx, anthropicParams("smart"))
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		acc := anthropic.Message{}
 		for s.Next() {
 			if err := acc.Accumulate(s.Current()); err != nil {
@@ -224,6 +229,7 @@ func TestSDKAnthropic(t *testing.T) {
 		p.MaxTokens = 300
 		p.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Tell me a long story"))}
 		s := e.anthropic(testToken).Messages.NewStreaming(ctx, p)
+		defer s.Close() // an unclosed stream would hold its connection (and goroutines) for good
 		for s.Next() {
 		}
 		var ae *anthropic.Error

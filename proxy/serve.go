@@ -38,10 +38,36 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// ServeOptions configure the proxy's HTTP server; zero fields take the
+// defaults.
+type ServeOptions struct {
+	// Grace is how long calls in flight may finish after ctx ends, before
+	// their connections are closed (0: none).
+	Grace time.Duration
+	// HeaderTimeout bounds reading a request's headers (DefaultHeaderTimeout).
+	HeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection left idle that long
+	// (DefaultIdleTimeout).
+	IdleTimeout time.Duration
+}
+
 // Serve serves h on ln until ctx ends, then stops taking requests and gives
-// calls in flight up to grace to finish before closing them.
+// calls in flight up to grace to finish before closing them. It is
+// ServeWith with the default timeouts.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return ServeWith(ctx, ln, h, ServeOptions{Grace: grace})
+}
+
+// ServeWith serves h on ln until ctx ends, like Serve, with o's timeouts.
+// The body-read timeout and the caps are the Handler's (Options).
+func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, o ServeOptions) error {
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -49,7 +75,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return fmt.Errorf("proxy: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -204,7 +203,7 @@ func TestCallerLeavesCancels(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	if resp, err := http.DefaultClient.Do(r); err == nil {
+	if resp, err := e.client().Do(r); err == nil {
 		resp.Body.Close()
 	}
 	select {

@@ -70,7 +70,10 @@ func decodeCooldown(v []byte) (retry.Cooldown, error) {
 	return c, nil
 }
 
-// Get returns the cooldown of scope, if one is recorded.
+// Get returns the cooldown of scope, if one is recorded. It never waits on
+// the file: while a writer (this process's recorder or another process)
+// holds it, the last read answers, and with none yet an error wrapping
+// ErrLocked says the answer is unknown (the engine then sends anyway).
 func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
 	s.mu.Lock()
 	if c, ok := s.mem[scope]; ok {
@@ -88,17 +91,9 @@ func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
 		return c, ok, nil
 	}
 	s.mu.Unlock()
-	// A call's start never waits behind this process's own batch: while the
-	// recorder holds the file, an older snapshot answers.
-	if snap != nil && !s.file.TryLock() {
-		c, ok := snap[scope]
-		return c, ok, nil
-	} else if snap != nil {
-		s.file.Unlock()
-	}
-	all, err := s.read()
-	if err != nil && snap != nil && errors.Is(err, ErrLocked) {
-		c, ok := snap[scope] // another process holds the file: the last known state
+	all, err := s.readNow()
+	if err != nil && errors.Is(err, ErrLocked) && snap != nil {
+		c, ok := snap[scope] // the file is held: the last known state
 		return c, ok, nil
 	}
 	if err != nil {
@@ -108,11 +103,26 @@ func (s *Cooldowns) Get(scope string) (retry.Cooldown, bool, error) {
 	return c, ok, nil
 }
 
+// readNow is read without waiting: ErrLocked at once while the file is held.
+func (s *Cooldowns) readNow() (map[string]retry.Cooldown, error) {
+	if !s.file.TryLock() {
+		return nil, &FileError{Path: s.path, Kind: ErrLocked, Err: errors.New("this process is writing it")}
+	}
+	defer s.file.Unlock()
+	return s.readLocked(time.Nanosecond)
+}
+
 // read loads every cooldown of the file and refreshes the snapshot.
 func (s *Cooldowns) read() (map[string]retry.Cooldown, error) {
-	out := map[string]retry.Cooldown{}
 	s.file.Lock()
-	err := view(s.path, s.timeout, func(tx *bolt.Tx) error {
+	defer s.file.Unlock()
+	return s.readLocked(s.timeout)
+}
+
+// readLocked is read with s.file held, waiting up to timeout for the lock.
+func (s *Cooldowns) readLocked(timeout time.Duration) (map[string]retry.Cooldown, error) {
+	out := map[string]retry.Cooldown{}
+	err := view(s.path, timeout, func(tx *bolt.Tx) error {
 		if tx == nil || tx.Bucket(bCooldowns) == nil {
 			return nil
 		}
@@ -125,7 +135,6 @@ func (s *Cooldowns) read() (map[string]retry.Cooldown, error) {
 			return nil
 		})
 	})
-	s.file.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,22 @@
 // terminals share it. A Recorder queues the engine's events and commits them
 // in batches (and at every call's end) off the caller's path; when the file
 // stays locked it warns once and keeps the events in memory until a later
-// try succeeds.
+// try succeeds, and at exit Close retries until its deadline.
+//
+// A damaged file never takes the process down: before bbolt maps a file its
+// meta pages, root and free list (and, for a small file, every tree link and
+// element offset) are checked with plain reads, and a memory fault on a
+// damaged page is turned into an error (debug.SetPanicOnFault around every
+// transaction). Such a file is reported as ErrCorrupt, with what to run.
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -81,11 +89,21 @@ func newerRecordError(v byte) error {
 	return &FileError{Kind: ErrNewer, Schema: int(v)}
 }
 
-// openDB opens the file for one batch. A read-only open of a missing file
-// returns an error wrapping os.ErrNotExist and creates nothing. The open
-// retries when the path was replaced (by repair or compaction) while it
-// waited for the lock, so nothing is ever written to an unlinked file.
-func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err error) {
+// openDB opens the file for one batch, waiting up to timeout for another
+// process's lock. A read-only open of a missing file returns an error
+// wrapping os.ErrNotExist and creates nothing.
+func openDB(path string, write bool, timeout time.Duration) (*bolt.DB, error) {
+	return openDBCtx(context.Background(), path, write, timeout)
+}
+
+// openDBCtx is openDB that waits for the lock until ctx ends when ctx has a
+// deadline (else for timeout). The lock is polled: a waiter that has waited
+// longer polls more often, so under contention the oldest waiters win and
+// every writer makes progress. The file's meta pages are checked before bbolt
+// maps it (checkFile). The open retries when the path was replaced (by repair
+// or compaction) while it waited, so nothing is ever written to an unlinked
+// file.
+func openDBCtx(ctx context.Context, path string, write bool, timeout time.Duration) (db *bolt.DB, err error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
@@ -94,8 +112,12 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 			return nil, fmt.Errorf("history directory: %w", err)
 		}
 	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	for {
 		before, statErr := os.Stat(path)
 		if statErr != nil && !write {
 			return nil, fmt.Errorf("history file %s: %w", path, statErr)
@@ -104,14 +126,29 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 			return nil, fmt.Errorf("history file %s is a directory: point --db or LIMITSCOPE_DB at a file", path)
 		}
 		var f *os.File
+		var hookErr error
 		opts := &bolt.Options{
-			Timeout:      timeout,
+			Timeout:      time.Nanosecond, // the lock is taken in OpenFile: bbolt's own try then succeeds at once
 			ReadOnly:     !write,
 			NoStatistics: true,
 			OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 				var err error
-				f, err = os.OpenFile(name, flag, mode)
-				return f, err
+				if f, err = os.OpenFile(name, flag, mode); err != nil {
+					return nil, err
+				}
+				// flock is per open file: bbolt's flock on this same file
+				// then succeeds at once.
+				if hookErr = waitLock(ctx, f, write, start, deadline); hookErr == nil {
+					// Held: check what bbolt will trust before it maps.
+					if cerr := checkOpen(name); cerr != nil {
+						hookErr = &FileError{Path: path, Kind: ErrCorrupt, Err: cerr}
+					}
+				}
+				if hookErr != nil {
+					_ = f.Close()
+					return nil, hookErr
+				}
+				return f, nil
 			},
 		}
 		if write && statErr == nil && before.Size() > 32<<20 {
@@ -122,6 +159,9 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 			opts.InitialMmapSize = int(2 * before.Size())
 		}
 		db, err = safeOpen(path, opts)
+		if hookErr != nil {
+			return nil, hookErr
+		}
 		if err != nil {
 			return nil, classifyOpenError(path, timeout, err)
 		}
@@ -133,18 +173,60 @@ func openDB(path string, write bool, timeout time.Duration) (db *bolt.DB, err er
 			return db, nil
 		}
 		_ = db.Close()
+		if !time.Now().Before(deadline) {
+			// Compaction or repair kept replacing the file: as good as locked.
+			return nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
+		}
 	}
-	// Compaction or repair kept replacing the file: as good as locked.
-	return nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
 }
 
+// waitLock takes f's lock (exclusive to write, else shared), polling until
+// deadline or ctx's end. A waiter that has waited longer polls more often
+// (20ms for a newcomer down to 2ms after a second, with jitter so waiters do
+// not poll in step), so under contention the oldest waiters tend to win and
+// every writer makes progress.
+func waitLock(ctx context.Context, f *os.File, exclusive bool, start, deadline time.Time) error {
+	how := syscall.LOCK_SH | syscall.LOCK_NB
+	if exclusive {
+		how = syscall.LOCK_EX | syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("lock history file: %w", err)
+		}
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(deadline) {
+			return &FileError{Path: f.Name(), Kind: ErrLocked, Err: fmt.Errorf("still locked after %s", now.Sub(start).Round(time.Millisecond))}
+		}
+		poll := max(2*time.Millisecond, 20*time.Millisecond-now.Sub(start)/50)
+		poll = poll/2 + rand.N(poll)
+		t := time.NewTimer(min(poll, deadline.Sub(now)))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// safeOpen opens with bbolt, turning its panics and memory faults on a
+// damaged file into ErrInvalid.
 func safeOpen(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			db, err = nil, fmt.Errorf("%w: %v", berrors.ErrInvalid, r)
 		}
 	}()
-	return bolt.Open(path, 0o600, opts)
+	err = faultSafe(func() error {
+		var oerr error
+		db, oerr = bolt.Open(path, 0o600, opts)
+		return oerr
+	})
+	return db, err
 }
 
 func classifyOpenError(path string, timeout time.Duration, err error) error {
@@ -230,7 +312,13 @@ func prepareWrite(tx *bolt.Tx, path string) error {
 // update runs fn in one write transaction on a freshly opened file and
 // closes it. Panics from a corrupt page are turned into a FileError.
 func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
-	db, err := openDB(path, true, timeout)
+	return updateCtx(context.Background(), path, timeout, fn)
+}
+
+// updateCtx is update whose wait for the lock lasts until ctx ends when ctx
+// has a deadline (see openDBCtx).
+func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
+	db, err := openDBCtx(ctx, path, true, timeout)
 	if err != nil {
 		return err
 	}
@@ -289,7 +377,7 @@ func guard(path string, fn func() error) (err error) {
 			fe.Path = path
 		}
 	}()
-	return fn()
+	return faultSafe(fn)
 }
 
 // putSorted writes a batch in key order with buckets filled to 100%: the

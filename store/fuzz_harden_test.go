@@ -102,7 +102,7 @@ func FuzzSalvage(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := salvage(p)
+		out, _, err := salvage(p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,10 @@ type AttemptJSON struct {
 	Decision     retry.Decision      `json:"decision"`
 	NoRetry      bool                `json:"no_retry"`
 	Limits       *stream.Limits      `json:"limits"`
+	// FailedOverByUser: the user moved the call on (the console's ctrl+f),
+	// WaitPlannedMs into a wait of that length (0: during the request).
+	FailedOverByUser bool    `json:"failed_over_by_user,omitempty"`
+	WaitPlannedMs    float64 `json:"wait_planned_ms,omitempty"`
 }
 
 // CallJSON is a call as `history --json` and export show it.
@@ -98,6 +102,7 @@ func AttemptToJSON(a *retry.Attempt) AttemptJSON {
 		Code: a.Code, QuotaID: a.QuotaID, Message: a.Message, PacedMs: ms(a.Paced), WaitedMs: ms(a.Waited),
 		RequestID: a.RequestID, MidStream: a.MidStream, PartialText: a.PartialText, TTFTMs: ms(a.TTFT),
 		DurationMs: ms(a.Duration), Decision: a.Decision, NoRetry: a.NoRetry, Limits: a.Limits,
+		FailedOverByUser: a.FailedOverByUser, WaitPlannedMs: ms(a.WaitPlanned),
 	}
 	if !a.StartedAt.IsZero() {
 		j.StartedAt = ts(a.StartedAt)

@@ -30,6 +30,14 @@ func TestMain(m *testing.M) {
 		writerChild(path)
 		os.Exit(0)
 	}
+	if path := os.Getenv(dieEnv); path != "" {
+		dieChild(path)
+		os.Exit(0)
+	}
+	if path := os.Getenv(contendEnv); path != "" {
+		contendChild(path)
+		os.Exit(0)
+	}
 	if path := os.Getenv(fullEnv); path != "" {
 		fullDiskChild(path)
 		os.Exit(0)

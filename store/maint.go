@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,7 +25,7 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
-	n := 0
+	n, deleted := 0, 0
 	err := update(path, timeout, func(tx *bolt.Tx) error {
 		end := makeKey(cutoff, 0)
 		calls, ids := tx.Bucket(bCalls), tx.Bucket(bIDs)
@@ -55,6 +56,7 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 			}
 		}
 		n = len(keys)
+		deleted = n
 		if n >= limit {
 			return nil
 		}
@@ -74,14 +76,75 @@ func pruneOnce(path string, timeout time.Duration, cutoff time.Time, limit int) 
 				return err
 			}
 		}
+		n = max(n, len(old)) // something was deleted: scrub
 		return nil
 	})
-	return n, err
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	// The deleted records' old pages are free now: overwrite them, so a
+	// pruned prompt cannot be read back from the file (by repair's salvage
+	// or anyone with the file).
+	if err := update(path, timeout, scrubFree); err != nil {
+		return 0, fmt.Errorf("overwrite pruned pages: %w", err)
+	}
+	return deleted, nil
+}
+
+// scrubFree overwrites every page on the file's free list with zeros and
+// syncs them, inside a write transaction (so no reader holds those pages:
+// other processes wait on the lock, and bbolt reuses no free page before
+// the transaction commits).
+func scrubFree(tx *bolt.Tx) error {
+	ps := tx.DB().Info().PageSize
+	f, err := os.OpenFile(tx.DB().Path(), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zero := make([]byte, 16*ps)
+	runStart, runLen := 0, 0
+	flush := func() error {
+		for runLen > 0 {
+			k := min(runLen, 16)
+			if _, err := f.WriteAt(zero[:k*ps], int64(runStart)*int64(ps)); err != nil {
+				return err
+			}
+			runStart += k
+			runLen -= k
+		}
+		return nil
+	}
+	for id := 2; ; id++ {
+		p, err := tx.Page(id)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			break
+		}
+		if p.Type != "free" {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		if runLen == 0 {
+			runStart = id
+		}
+		runLen++
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // Prune deletes calls that started more than keep ago (now minus keep), in
 // small transactions so other processes are never held up for long. It
-// returns how many calls were deleted. The file does not shrink: see Compact.
+// returns how many calls were deleted. The pages that held them are
+// overwritten with zeros before it returns (a pruned prompt cannot be read
+// back from the file), but the file does not shrink: see Compact.
 func Prune(ctx context.Context, path string, keep time.Duration, now time.Time, timeout time.Duration) (int, error) {
 	if keep <= 0 {
 		return 0, nil
@@ -170,13 +233,202 @@ func syncDir(dir string) {
 	}
 }
 
-// RepairResult reports what repair copied.
+// RepairResult reports what repair copied and what it could not, by kind
+// (the bucket names: "calls", "sessions", "attempts", "text", "cooldowns").
 type RepairResult struct {
 	Kept     string         `json:"kept"` // where the old file now is
 	Copied   map[string]int `json:"copied"`
-	Skipped  map[string]int `json:"skipped"`
+	Skipped  map[string]int `json:"skipped"`  // records found but unreadable, not copied
 	Salvaged map[string]int `json:"salvaged"` // of Copied, read from the pages directly
-	Problems []string       `json:"problems,omitempty"`
+	// Lost counts the records that the copied ones prove existed but that
+	// were not found: a call's missing attempts, prompt or answer, the call
+	// of copied attempts or text, the session of copied calls.
+	Lost map[string]int `json:"lost"`
+	// DamagedPages is the number of pages too damaged to read; their
+	// records are not in Skipped or Lost (nothing tells how many they held).
+	DamagedPages int `json:"damaged_pages"`
+	// MissingPages is how many pages the file's meta page names beyond its
+	// end (a truncated file): their records cannot be counted either.
+	MissingPages int      `json:"missing_pages"`
+	Problems     []string `json:"problems,omitempty"`
+}
+
+// Summary is one honest line: what was copied, and every record skipped or
+// known lost, by count and kind.
+func (r *RepairResult) Summary() string {
+	kinds := []string{"calls", "attempts", "sessions", "text", "cooldowns"}
+	part := func(m map[string]int) string {
+		var p []string
+		for _, k := range kinds {
+			if m[k] > 0 {
+				p = append(p, fmt.Sprintf("%d %s", m[k], k))
+			}
+		}
+		return strings.Join(p, ", ")
+	}
+	s := "copied " + part(r.Copied)
+	if part(r.Copied) == "" {
+		s = "copied nothing"
+	}
+	if p := part(r.Skipped); p != "" {
+		s += "; skipped (unreadable) " + p
+	}
+	if p := part(r.Lost); p != "" {
+		s += "; lost " + p
+	}
+	if r.DamagedPages > 0 {
+		s += fmt.Sprintf("; %d damaged pages whose records cannot be counted", r.DamagedPages)
+	}
+	if r.MissingPages > 0 {
+		s += fmt.Sprintf("; the file is truncated: %d pages missing, whose records cannot be counted", r.MissingPages)
+	}
+	if part(r.Skipped) == "" && part(r.Lost) == "" && r.DamagedPages == 0 && r.MissingPages == 0 {
+		s += "; nothing skipped"
+	}
+	return s
+}
+
+type rec struct{ k, v []byte }
+
+// lostRecords counts what the copied records prove existed but is missing.
+func lostRecords(calls, sessions, attempts, text []rec) map[string]int {
+	lost := map[string]int{}
+	callKeys := map[string]*Call{}
+	for _, r := range calls {
+		if c, err := decodeCall(r.k, r.v, true); err == nil {
+			callKeys[string(r.k)] = c
+		}
+	}
+	sessIDs := map[uint32]bool{}
+	for _, r := range sessions {
+		sessIDs[keySeq(r.k)] = true
+	}
+	atts := map[string]int{}
+	orphans := map[string]bool{}
+	for _, r := range attempts {
+		ck := string(r.k[:min(len(r.k), keyLen)])
+		atts[ck]++
+		if callKeys[ck] == nil {
+			orphans[ck] = true
+		}
+	}
+	texts := map[string]bool{}
+	for _, r := range text {
+		if len(r.k) != keyLen+3 {
+			continue
+		}
+		ck := string(r.k[:keyLen])
+		texts[string(r.k[:keyLen+1])] = true
+		if callKeys[ck] == nil {
+			orphans[ck] = true
+		}
+	}
+	lost["calls"] = len(orphans)
+	missingSess := map[uint32]bool{}
+	for k, c := range callKeys {
+		if c.Session != 0 && !sessIDs[c.Session] {
+			missingSess[c.Session] = true
+		}
+		if n := c.Attempts - atts[k]; n > 0 && c.Outcome != OutcomeRunning {
+			lost["attempts"] += n
+		}
+		if c.HasPrompt && !texts[k+string(textPrompt)] {
+			lost["text"]++
+		}
+		if c.HasText && !texts[k+string(textAnswer)] {
+			lost["text"]++
+		}
+	}
+	lost["sessions"] = len(missingSess)
+	for k, n := range lost {
+		if n == 0 {
+			delete(lost, k)
+		}
+	}
+	return lost
+}
+
+// missingPages is how many pages the newest valid meta page names beyond the
+// file's end (0 when no meta page is valid, or none is missing).
+func missingPages(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	head := make([]byte, 2*maxPageSize)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	best := boltMeta{}
+	for ps := minPageSize; ps <= maxPageSize; ps <<= 1 {
+		for _, off := range []int{0, ps} {
+			if off+pageHeader+64 > len(head) {
+				continue
+			}
+			if m := parseMeta(head[off:]); m.valid && int(m.pageSize) == ps && m.txid >= best.txid {
+				best = m
+			}
+		}
+	}
+	if !best.valid {
+		return 0
+	}
+	have := uint64(fi.Size()) / uint64(best.pageSize)
+	if best.hwm > have {
+		return int(best.hwm - have)
+	}
+	return 0
+}
+
+// looksLikeHistory reports whether a file without a bbolt header (both meta
+// pages gone) still holds limitscope's records.
+func looksLikeHistory(path string) bool {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	if bytes.Contains(raw, appName) {
+		return true
+	}
+	found, _, err := salvage(path, nil)
+	return err == nil && (len(found[string(bCalls)]) > 0 || len(found[string(bSessions)]) > 0)
+}
+
+// freePages returns the pages bbolt's free list names, or nil when it cannot
+// be read.
+func freePages(path string) (free map[int]bool) {
+	defer func() {
+		if recover() != nil {
+			free = nil
+		}
+	}()
+	if checkFile(path) != nil {
+		return nil
+	}
+	db, err := safeOpen(path, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: time.Nanosecond, NoStatistics: true})
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	free = map[int]bool{}
+	_ = faultSafe(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			for id := 2; ; id++ {
+				p, err := tx.Page(id)
+				if err != nil || p == nil {
+					return err
+				}
+				if p.Type == "free" {
+					free[id] = true
+				}
+			}
+		})
+	})
+	return free
 }
 
 // looksLikeBolt reports whether a bbolt meta page's magic number is where
@@ -207,20 +459,24 @@ func looksLikeBolt(path string) (bool, error) {
 // puts the fresh one in its place. A file that is not a bbolt file at all,
 // or a healthy file of another program, is refused and left as it is.
 func Repair(ctx context.Context, path string, now time.Time, timeout time.Duration) (RepairResult, error) {
-	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}}
+	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}, Lost: map[string]int{}}
 	ok, err := looksLikeBolt(path)
 	if err != nil {
 		return res, fmt.Errorf("repair history: %w", err)
 	}
-	if !ok {
-		return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign, Err: errors.New("no bbolt header")})
+	if !ok && !looksLikeHistory(path) {
+		return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign, Err: errors.New("no bbolt header and no history record")})
 	}
 	src, openErr := openDB(path, false, timeout)
 	if errors.Is(openErr, ErrLocked) {
 		return res, fmt.Errorf("repair history: %w", openErr)
 	}
 	if src != nil {
-		defer func() { _ = src.Close() }()
+		defer func() {
+			if src != nil {
+				_ = src.Close()
+			}
+		}()
 	} else {
 		var fe *FileError
 		if errors.As(openErr, &fe) && fe.Err != nil {
@@ -230,10 +486,24 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		}
 	}
 
-	type rec struct{ k, v []byte }
+	var meta boltMeta
+	var treeErrs map[string]error
 	data := map[string][]rec{}
 	seqs := map[string]uint64{}
 	var schema []byte
+	if src != nil {
+		// bbolt trusts the tree's links: a cycle would send its cursor
+		// round for ever. Walk the branches first; a bad tree is left to
+		// the page-by-page salvage.
+		meta, _ = inspectFile(path)
+		var rootErr error
+		treeErrs, rootErr = checkBucketTrees(path, meta)
+		if err := rootErr; err != nil {
+			res.Problems = append(res.Problems, "bucket tree: "+err.Error())
+			_ = src.Close()
+			src = nil
+		}
+	}
 	if src != nil {
 		foreign := false
 		_ = guard(path, func() error {
@@ -266,6 +536,9 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 						return nil
 					}
 					seqs[bname] = b.Sequence()
+					if err := treeErrs[bname]; err != nil {
+						return err
+					}
 					c := b.Cursor()
 					for k, v := c.First(); k != nil; k, v = c.Next() {
 						if ctx.Err() != nil {
@@ -292,11 +565,21 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if src == nil || len(res.Problems) > 0 {
-		// Read the pages bbolt could not reach directly.
-		found, err := salvage(path)
+	{
+		// Read every page directly too: a damaged branch can hide intact
+		// leaves from bbolt's walk without an error. Known free pages are
+		// left out (they hold deleted records).
+		var free map[int]bool
+		if src != nil {
+			free = freePages(path)
+		}
+		found, damaged, err := salvage(path, free)
 		if err != nil {
 			res.Problems = append(res.Problems, "salvage: "+err.Error())
+		}
+		if damaged > 0 {
+			res.Problems = append(res.Problems, fmt.Sprintf("%d damaged pages: their records are lost and cannot be counted", damaged))
+			res.DamagedPages = damaged
 		}
 		for _, name := range allBuckets[1:] {
 			bname := string(name)
@@ -313,6 +596,12 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
 		}
 	}
+
+	res.MissingPages = missingPages(path)
+	if res.MissingPages > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("the file is truncated: %d pages missing", res.MissingPages))
+	}
+	res.Lost = lostRecords(data[string(bCalls)], data[string(bSessions)], data[string(bAttempts)], data[string(bText)])
 
 	tmp := path + ".repair-tmp"
 	_ = os.Remove(tmp)
@@ -336,6 +625,10 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 			b.FillPercent = 1.0
 			var maxSeq uint64
 			for _, r := range data[string(name)] {
+				if len(r.k) == 0 || len(r.k) > bolt.MaxKeySize || len(r.v) > bolt.MaxValueSize {
+					res.Skipped[string(name)]++
+					continue
+				}
 				if err := b.Put(r.k, r.v); err != nil {
 					return err
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -23,6 +24,8 @@ import (
 type Reader struct {
 	Path        string
 	LockTimeout time.Duration // default 2s
+
+	chunk int // calls per read transaction of Stats (default statsChunk)
 }
 
 // Filter selects calls. Zero fields match everything.
@@ -48,6 +51,37 @@ type Filter struct {
 	// Origin fills each listed Call's Route and Client (List only; Show and
 	// Each always do). It reads each listed call in full.
 	Origin bool
+	// Mode keeps the calls of sessions of this mode: ModeReal or
+	// ModeSimulated (List, Stats and Each). Calls recorded before calls
+	// carried their mode are matched through their session.
+	Mode string
+}
+
+// modes finds a call's mode: its own, else its session's (read once per
+// query, only when a call without one is met).
+type modes struct {
+	bySession map[uint32]string
+}
+
+func (m *modes) of(tx *bolt.Tx, own string, session uint32) string {
+	if own != "" {
+		return own
+	}
+	if m.bySession == nil {
+		m.bySession = map[uint32]string{}
+		if b := tx.Bucket(bSessions); b != nil {
+			_ = b.ForEach(func(k, v []byte) error {
+				if s, err := decodeSession(k, v); err == nil && s.Mode != "" {
+					m.bySession[s.ID] = s.Mode
+				}
+				return nil
+			})
+		}
+	}
+	if mode, ok := m.bySession[session]; ok {
+		return mode
+	}
+	return ModeReal // a session without a mode predates the simulator
 }
 
 // byOrigin reports whether f needs each call's route and client.
@@ -147,6 +181,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 		}
 		c := calls.Cursor()
 		text := tx.Bucket(bText)
+		var md modes
 		var k, v []byte
 		if f.BeforeID != 0 {
 			key, err := lookupKey(tx, f.BeforeID)
@@ -178,6 +213,9 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 				return err
 			}
 			if !f.match(call) {
+				continue
+			}
+			if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
 				continue
 			}
 			if f.byOrigin() || f.Origin {
@@ -353,11 +391,79 @@ type ProviderStats struct {
 	Failed         int           `json:"failed"`
 	Deferred       int           `json:"deferred"`
 	Cancelled      int           `json:"cancelled"`
+	Interrupted    int           `json:"interrupted"` // its process died mid-call
 }
 
 type statAcc struct {
 	ProviderStats
-	lat []time.Duration
+	lat latencies
+}
+
+// latencies keeps what a percentile needs in bounded memory: the values
+// themselves up to maxExact (percentiles exact), then a histogram of
+// log-linear buckets (within 1/128 of the true value) of fixed size.
+type latencies struct {
+	exact []time.Duration
+	hist  []uint64 // nil until exact is full
+	n     int
+}
+
+const (
+	maxExact    = 1 << 15
+	histBuckets = 128 + 56*64 // a Duration has at most 63 bits
+)
+
+func (l *latencies) add(d time.Duration) {
+	l.n++
+	if l.hist == nil {
+		if len(l.exact) < maxExact {
+			l.exact = append(l.exact, d)
+			return
+		}
+		l.hist = make([]uint64, histBuckets)
+		for _, x := range l.exact {
+			l.hist[histIndex(x)]++
+		}
+		l.exact = nil
+	}
+	l.hist[histIndex(d)]++
+}
+
+// histIndex: values below 128ns exactly, then 64 buckets per octave.
+func histIndex(d time.Duration) int {
+	if d < 128 {
+		return int(max(d, 0))
+	}
+	v := uint64(d)
+	e := bits.Len64(v) - 7 // v>>e is in [64, 128)
+	return 128 + (e-1)*64 + int(v>>e) - 64
+}
+
+// histValue is the middle of bucket i.
+func histValue(i int) time.Duration {
+	if i < 128 {
+		return time.Duration(i)
+	}
+	e := (i-128)/64 + 1
+	m := uint64((i-128)%64 + 64)
+	return time.Duration(m<<e + (uint64(1)<<e)/2)
+}
+
+// percentile is the nearest-rank percentile p of the values added.
+func (l *latencies) percentile(p float64) time.Duration {
+	if l.hist == nil {
+		slices.Sort(l.exact)
+		return percentile(l.exact, p)
+	}
+	rank := int(p*float64(l.n)+0.999999999) - 1
+	rank = max(0, min(rank, l.n-1))
+	seen := 0
+	for i, c := range l.hist {
+		if seen += int(c); seen > rank {
+			return histValue(i)
+		}
+	}
+	return 0
 }
 
 func (a *statAcc) add(s *callStat) {
@@ -369,6 +475,9 @@ func (a *statAcc) add(s *callStat) {
 	switch s.outcome {
 	case OutcomeRunning:
 		a.Running++
+		return
+	case OutcomeInterrupted:
+		a.Interrupted++
 		return
 	case retry.OutcomeOK:
 		a.OK++
@@ -383,7 +492,7 @@ func (a *statAcc) add(s *callStat) {
 	case retry.OutcomeCancelled:
 		a.Cancelled++
 	}
-	a.lat = append(a.lat, s.latency)
+	a.lat.add(s.latency)
 }
 
 func (a *statAcc) finish() ProviderStats {
@@ -393,10 +502,9 @@ func (a *statAcc) finish() ProviderStats {
 		s.RetriesPerCall = float64(s.Retries) / float64(s.Calls)
 		s.GiveUpRate = float64(s.GaveUp) / float64(s.Calls)
 	}
-	if n := len(a.lat); n > 0 {
-		slices.Sort(a.lat)
-		s.P50 = percentile(a.lat, 0.50)
-		s.P95 = percentile(a.lat, 0.95)
+	if a.lat.n > 0 {
+		s.P50 = a.lat.percentile(0.50)
+		s.P95 = a.lat.percentile(0.95)
 		s.P50Ms = float64(s.P50) / 1e6
 		s.P95Ms = float64(s.P95) / 1e6
 	}
@@ -409,6 +517,9 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	rank = max(0, min(rank, len(sorted)-1))
 	return sorted[rank]
 }
+
+// statsChunk is how many calls one of Stats' read transactions reads.
+const statsChunk = 50000
 
 // Stats computes per-provider numbers over the calls f selects (its Limit
 // and BeforeID are ignored), sorted by provider, then the total (Provider "").
@@ -423,53 +534,88 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 	if f.Class != "" {
 		pclass = classBit(f.Class)
 	}
-	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
-		if tx == nil || tx.Bucket(bCalls) == nil {
-			return nil
-		}
-		c := tx.Bucket(bCalls).Cursor()
-		var k, v []byte
-		if since != nil {
-			k, v = c.Seek(since)
-		} else {
-			k, v = c.First()
-		}
-		var s callStat
-		for n := 0; k != nil; k, v = c.Next() {
-			if n++; n&8191 == 0 && ctx.Err() != nil {
-				return ctx.Err()
+	// In chunks, each its own read transaction: memory (the mapped pages
+	// a transaction touches included) stays bounded whatever the size,
+	// and writers are never held up for long.
+	chunk := r.chunk
+	if chunk <= 0 {
+		chunk = statsChunk
+	}
+	var md modes
+	from := since
+	first := true
+	var err error
+	for {
+		n, done := 0, false
+		var last []byte
+		err = view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+			if tx == nil || tx.Bucket(bCalls) == nil {
+				done = true
+				return nil
 			}
-			if err := decodeCallStat(k, v, &s); err != nil {
-				return err
+			c := tx.Bucket(bCalls).Cursor()
+			var k, v []byte
+			switch {
+			case from == nil:
+				k, v = c.First()
+			case first:
+				k, v = c.Seek(from)
+			default:
+				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+					k, v = c.Next()
+				}
 			}
-			if f.Outcome != "" && s.outcome != f.Outcome {
-				continue
-			}
-			if pclass != 0 && s.classes&pclass == 0 {
-				continue
-			}
-			if f.Provider != "" && string(s.provider) != f.Provider {
-				continue
-			}
-			if f.byOrigin() {
-				route, client, err := readOrigin(k, v)
-				if err != nil {
+			md.bySession = nil // a new transaction: sessions may have changed
+			var s callStat
+			for ; k != nil; k, v = c.Next() {
+				if n >= chunk {
+					last = slices.Clone(k[:keyLen:keyLen])
+					return nil
+				}
+				if n++; n&8191 == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err := decodeCallStat(k, v, &s); err != nil {
 					return err
 				}
-				if !f.originMatch(route, client) {
+				if f.Outcome != "" && s.outcome != f.Outcome {
 					continue
 				}
+				if pclass != 0 && s.classes&pclass == 0 {
+					continue
+				}
+				if f.Provider != "" && string(s.provider) != f.Provider {
+					continue
+				}
+				if f.Mode != "" && md.of(tx, modeFromBits(s.classes), s.session) != f.Mode {
+					continue
+				}
+				if f.byOrigin() {
+					route, client, err := readOrigin(k, v)
+					if err != nil {
+						return err
+					}
+					if !f.originMatch(route, client) {
+						continue
+					}
+				}
+				acc := per[string(s.provider)] // no allocation for the lookup
+				if acc == nil {
+					acc = &statAcc{ProviderStats: ProviderStats{Provider: string(s.provider)}}
+					per[acc.Provider] = acc
+				}
+				acc.add(&s)
+				total.add(&s)
 			}
-			acc := per[string(s.provider)] // no allocation for the lookup
-			if acc == nil {
-				acc = &statAcc{ProviderStats: ProviderStats{Provider: string(s.provider)}}
-				per[acc.Provider] = acc
-			}
-			acc.add(&s)
-			total.add(&s)
+			done = true
+			return nil
+		})
+		if err != nil || done {
+			break
 		}
-		return nil
-	})
+		// Resume at the first call not read (Seek lands on it).
+		from, first = last, true
+	}
 	if err != nil {
 		return nil, fmt.Errorf("history stats: %w", err)
 	}
@@ -516,6 +662,7 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 				}
 			}
 			text := tx.Bucket(bText)
+			var md modes
 			for ; k != nil; k, v = c.Next() {
 				if n >= chunk {
 					return nil
@@ -530,6 +677,9 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 					return err
 				}
 				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
+					continue
+				}
+				if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
 					continue
 				}
 				if call.AttemptsList, err = readAttempts(tx, k, call.Started, call.Chain); err != nil {

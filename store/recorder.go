@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -66,6 +67,24 @@ func (o *Options) fill() {
 	}
 }
 
+// MaxPartialText is the most partial text stored for one attempt (the text
+// of a stream that broke, or was cut for its size), in bytes: a longer one
+// is cut at a rune boundary, and the record keeps its first MaxPartialText
+// bytes. The answer of a call that succeeded is not cut (the stream's own
+// size cap bounds it).
+const MaxPartialText = 1 << 20
+
+// capText returns s cut to at most n bytes, at a rune boundary.
+func capText(s string, n int) []byte {
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return []byte(s)
+}
+
 // DefaultRetention is how long calls are kept unless told otherwise.
 const DefaultRetention = 90 * 24 * time.Hour
 
@@ -93,13 +112,13 @@ type Recorder struct {
 	opts Options
 	file *sync.Mutex // serialises this process's opens of the file
 
-	mu      sync.Mutex
-	queue   queue
-	flying  int // taken by the commit in progress
-	urgent  bool
-	waiters []chan error
-	infos   map[string]*retry.Call // from RecordCall, until the call's first event
-	closed  bool
+	mu     sync.Mutex
+	queue  queue
+	flying int // taken by the commit in progress
+	urgent bool
+	infos  map[string]*retry.Call // from RecordCall, until the call's first event
+	closed bool
+	warned bool // the last commit failed, and OnWarn was told
 
 	commitMu   sync.Mutex // one commit at a time
 	sessDirty  bool       // the session's end is not written yet (guarded by mu)
@@ -128,6 +147,7 @@ func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 		loopDone: make(chan struct{}),
 	}
 	r.session = Session{Started: opts.Now(), Version: sess.Version, Mode: sess.Mode, Command: sess.Command, PID: os.Getpid(), NoContent: sess.NoContent}
+	r.session.Boot, r.session.ProcStart = procIdentity(os.Getpid())
 	go r.loop()
 	return r
 }
@@ -222,57 +242,44 @@ func (r *Recorder) Pending() int {
 	return r.queue.n + r.flying
 }
 
-// Flush commits every event queued so far and waits for it, or for ctx.
-// On error the events stay queued.
+// Flush commits every event queued so far and returns once they are on
+// disk (bbolt syncs every commit), so a caller can acknowledge them: the
+// proxy flushes before it ends a response. It waits for another process's
+// lock until ctx ends when ctx has a deadline, retrying as long as the file
+// is only locked; without a deadline it waits at most Options.LockTimeout.
+// Any other failure (a corrupt file, a full disk) returns at once. On error
+// the events stay queued for a later Flush or Close.
 func (r *Recorder) Flush(ctx context.Context) error {
-	ch := make(chan error, 1)
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return r.commit()
-	}
-	r.waiters = append(r.waiters, ch)
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("flush history: %w", ctx.Err())
+	for {
+		err := r.commit(ctx, r.opts.LockTimeout)
+		if err == nil {
+			return nil
+		}
+		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil || !errors.Is(err, ErrLocked) {
+			return err
+		}
 	}
 }
 
-// Close flushes, records the session's end and stops the background
-// writer. Events it could not commit are reported as an error and kept: a
-// later Flush or Close tries again.
+// Close stops the background writer, then commits what is queued with the
+// session's end, retrying a locked file until ctx ends (see Flush). Events
+// it could not commit are reported as an error and kept: a later Flush or
+// Close tries again.
 func (r *Recorder) Close(ctx context.Context) error {
+	// The session's end first: a commit of the background writer that is
+	// waiting for the lock then writes it too, in the same transaction.
 	r.mu.Lock()
 	r.session.Ended = r.opts.Now()
 	r.sessDirty = true
 	r.mu.Unlock()
-	err := r.Flush(ctx)
 	r.stopOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
-		waiters := r.waiters
-		r.waiters = nil
 		r.mu.Unlock()
 		close(r.stop)
 		<-r.loopDone
-		if len(waiters) > 0 {
-			werr := r.commit()
-			for _, w := range waiters {
-				w <- werr
-			}
-		}
 	})
-	if err == nil {
-		// The session's end, when the flush had nothing to write.
-		err = r.commitSessionEnd()
-	}
+	err := r.Flush(ctx)
 	if n := r.Pending(); n > 0 {
 		return fmt.Errorf("history: %d events not saved (kept in memory): %w", n, err)
 	}
@@ -307,13 +314,13 @@ func (r *Recorder) loop() {
 		}
 		now := time.Now() // scheduling runs on the wall clock; records use opts.Now
 		r.mu.Lock()
-		n, urgent, waiters := r.queue.n, r.urgent, len(r.waiters)
+		n, urgent := r.queue.n, r.urgent
 		r.mu.Unlock()
 		if n > 0 && oldestSeen.IsZero() {
 			oldestSeen = now
 		}
-		due := urgent || waiters > 0 || (n > 0 && now.Sub(oldestSeen) >= r.opts.BatchDelay)
-		if failing && waiters == 0 && now.Before(retryAt) {
+		due := urgent || (n > 0 && now.Sub(oldestSeen) >= r.opts.BatchDelay)
+		if failing && now.Before(retryAt) {
 			arm(retryAt.Sub(now))
 			continue
 		}
@@ -339,18 +346,8 @@ func (r *Recorder) loop() {
 			}
 			continue
 		}
-		r.mu.Lock()
-		ws := r.waiters
-		r.waiters = nil
-		r.mu.Unlock()
-		err := r.commit()
-		for _, w := range ws {
-			w <- err
-		}
+		err := r.commit(context.Background(), r.opts.LockTimeout)
 		if err != nil {
-			if !failing && r.opts.OnWarn != nil {
-				r.opts.OnWarn(err)
-			}
 			if !failing {
 				retryWait = r.opts.RetryDelay
 			} else if retryWait *= 2; retryWait > 30*time.Second {
@@ -381,59 +378,56 @@ func (r *Recorder) pruneChunk(now time.Time) (bool, error) {
 	return n >= pruneChunkSize, err
 }
 
-// commitSessionEnd writes the session's end time when its record exists.
-func (r *Recorder) commitSessionEnd() error {
-	r.commitMu.Lock()
-	defer r.commitMu.Unlock()
-	r.mu.Lock()
-	dirty := r.sessDirty
-	r.mu.Unlock()
-	if r.sessionKey == nil || !dirty {
-		return nil
-	}
-	r.file.Lock()
-	defer r.file.Unlock()
-	return update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
-		r.mu.Lock()
-		s := r.session
-		r.sessDirty = false
-		r.mu.Unlock()
-		return bucket(tx, bSessions).Put(r.sessionKey, encodeSession(&s))
-	})
-}
-
 type kv struct{ k, v []byte }
 
-// commit writes every queued event in one transaction.
-func (r *Recorder) commit() error {
+// commit writes every queued event, and the session's record when it
+// changed, in one transaction. The queue is taken once the file is held, so
+// what arrived while it waited for the lock goes in the same commit.
+func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	// Take the queue; on failure it is put back in front of what came since.
 	r.mu.Lock()
-	items := r.queue
-	r.queue = queue{free: items.free}
-	items.free = nil
-	r.urgent = false
-	r.flying = items.n
+	work := r.queue.n > 0 || (r.sessDirty && r.sessionKey != nil)
 	r.mu.Unlock()
-	if items.n == 0 {
+	if !work {
 		return nil
 	}
+	var items queue
+	taken := false
 	var touched map[string]*callState
 	var sessionKey []byte
 	var wroteEnd bool
 	r.file.Lock()
-	err := update(r.path, r.opts.LockTimeout, func(tx *bolt.Tx) error {
+	err := updateCtx(ctx, r.path, timeout, func(tx *bolt.Tx) error {
+		if !taken {
+			r.mu.Lock()
+			items = r.queue
+			r.queue = queue{free: items.free}
+			items.free = nil
+			r.urgent = false
+			r.flying = items.n
+			r.mu.Unlock()
+			taken = true
+		}
 		var err error
 		touched, sessionKey, wroteEnd, err = r.apply(tx, &items)
 		return err
 	})
 	r.file.Unlock()
+	r.mu.Lock()
+	warn := err != nil && !r.warned
+	r.warned = err != nil
+	r.mu.Unlock()
+	if warn && r.opts.OnWarn != nil {
+		r.opts.OnWarn(err)
+	}
 	if err != nil {
-		r.mu.Lock()
-		r.queue.prepend(&items)
-		r.flying = 0
-		r.mu.Unlock()
+		if taken {
+			r.mu.Lock()
+			r.queue.prepend(&items)
+			r.flying = 0
+			r.mu.Unlock()
+		}
 		return err
 	}
 	r.mu.Lock()
@@ -468,6 +462,10 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 	s, dirty := r.session, r.sessDirty
 	r.mu.Unlock()
 	if sessionKey == nil {
+		// The first commit: close what dead processes left running.
+		if _, err := closeInterrupted(tx, r.session.Boot); err != nil {
+			return nil, nil, false, err
+		}
 		seq, err := sessions.NextSequence()
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("session id: %w", err)
@@ -507,7 +505,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 			t = r.opts.Now()
 		}
 		cs := &callState{key: makeKey(t, uint32(seq)), isNew: true}
-		cs.rec = Call{ID: uint32(seq), CallID: ev.CallID, Session: sessionID, Started: keyTime(cs.key), Outcome: OutcomeRunning}
+		cs.rec = Call{ID: uint32(seq), CallID: ev.CallID, Session: sessionID, Started: keyTime(cs.key), Outcome: OutcomeRunning, Mode: r.info.Mode}
 		touched[ev.CallID] = cs
 		order = append(order, cs)
 		return cs, nil
@@ -582,7 +580,7 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 			k := ar.copy2(cs.key, []byte{byte(a.N >> 8), byte(a.N)})
 			attPuts = append(attPuts, kv{k, ar.copy(scratch.b)})
 			if a.PartialText != "" && !noContent {
-				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, a.N), []byte(a.PartialText)})
+				textPuts = append(textPuts, kv{textKey(cs.key, textPartial, a.N), capText(a.PartialText, MaxPartialText)})
 			}
 		}
 	}

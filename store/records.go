@@ -22,6 +22,11 @@ const (
 // running, or its process died).
 const OutcomeRunning retry.Outcome = "running"
 
+// OutcomeInterrupted is a call whose process died before its end was
+// recorded: a later recorder found it running with its process gone and
+// closed it with what was known (its attempts, the time of the last one).
+const OutcomeInterrupted retry.Outcome = "interrupted"
+
 // SessionInfo describes the process that records: one session per Recorder.
 type SessionInfo struct {
 	Version   string // limitscope's version
@@ -40,6 +45,11 @@ type Session struct {
 	Command   string    `json:"command,omitempty"`
 	PID       int       `json:"pid"`
 	NoContent bool      `json:"no_content"`
+	// Boot and ProcStart tell the recording process from a later one with
+	// the same pid: the system's boot id and the process's start time in
+	// clock ticks since boot (Linux; empty elsewhere).
+	Boot      string `json:"boot,omitempty"`
+	ProcStart uint64 `json:"proc_start,omitempty"`
 }
 
 // CallError is the error that ended a call.
@@ -85,6 +95,10 @@ type Call struct {
 	// summaries unless the Filter asks for them.
 	Route  string
 	Client string
+	// Mode is the recording session's mode (ModeReal or ModeSimulated);
+	// "" for a call recorded before calls carried it (Filter.Mode then
+	// looks its session up).
+	Mode string
 	// Filled by Show only.
 	Prompt       string
 	Text         string
@@ -124,6 +138,34 @@ var classBits = []stream.Class{
 }
 
 const classOther = 1 << 15
+
+// The class mask's word also carries the session's mode (added within
+// schema 2; older readers ignore these bits): mfKnown says the mode was
+// recorded, mfSimulated which one.
+const (
+	mfSimulated = 1 << 16
+	mfKnown     = 1 << 17
+)
+
+func modeBits(mode string) uint64 {
+	switch mode {
+	case ModeSimulated:
+		return mfKnown | mfSimulated
+	case ModeReal:
+		return mfKnown
+	}
+	return 0
+}
+
+func modeFromBits(m uint64) string {
+	switch {
+	case m&mfKnown == 0:
+		return ""
+	case m&mfSimulated != 0:
+		return ModeSimulated
+	}
+	return ModeReal
+}
 
 func classBit(c stream.Class) uint64 {
 	for i, k := range classBits {
@@ -352,7 +394,7 @@ func encodeCallInto(e *enc, c *Call) {
 	e.uvarint(uint64(c.Attempts))
 	e.dur(c.Waited)
 	e.dur(c.TTFT)
-	e.uvarint(classMask(c.Classes))
+	e.uvarint(classMask(c.Classes) | modeBits(c.Mode))
 	// End of the summary.
 	e.str(c.CallID)
 	e.str(c.FinishReason)
@@ -447,7 +489,9 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 	c.Attempts = int(d.uvarint())
 	c.Waited = d.dur()
 	c.TTFT = d.dur()
-	c.Classes = classesFromMask(d.uvarint())
+	m := d.uvarint()
+	c.Classes = classesFromMask(m)
+	c.Mode = modeFromBits(m)
 	c.CooldownHit = f&cfCooldownHit != 0
 	c.HasPrompt = f&cfPrompt != 0
 	c.HasText = f&cfText != 0
@@ -502,8 +546,9 @@ type callStat struct {
 	outcome  retry.Outcome
 	attempts int
 	latency  time.Duration
-	classes  uint64
+	classes  uint64 // with the mode bits
 	started  time.Time
+	session  uint32
 }
 
 func decodeCallStat(key, v []byte, s *callStat) error {
@@ -519,13 +564,14 @@ func decodeCallStat(key, v []byte, s *callStat) error {
 		s.outcome = c.Outcome
 		s.attempts = c.Attempts
 		s.latency = c.Latency()
-		s.classes = classMask(c.Classes)
+		s.classes = classMask(c.Classes) | modeBits(c.Mode)
 		s.started = c.Started
+		s.session = c.Session
 		return nil
 	}
 	d := dec{b: v[1:]}
 	f := d.byte()
-	d.uvarint()
+	s.session = uint32(d.uvarint())
 	ob := d.byte()
 	if int(ob) < len(outcomes) {
 		s.outcome = outcomes[ob]
@@ -561,6 +607,7 @@ const (
 	afMidStream
 	afNoRetry
 	afLimits
+	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
@@ -587,6 +634,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	if a.Limits != nil {
 		f |= afLimits
 	}
+	if a.FailedOverByUser {
+		f |= afByUser
+	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
 	e.target(a.Target, chain)
@@ -608,6 +658,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	e.enum(string(a.Decision), decisionTable)
 	if a.Limits != nil {
 		encodeLimits(e, a.Limits, a.StartedAt)
+	}
+	if a.FailedOverByUser {
+		e.dur(a.WaitPlanned)
 	}
 }
 
@@ -656,6 +709,10 @@ func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target
 	a.NoRetry = f&afNoRetry != 0
 	if f&afLimits != 0 {
 		a.Limits = decodeLimits(&d, a.StartedAt)
+	}
+	if f&afByUser != 0 {
+		a.FailedOverByUser = true
+		a.WaitPlanned = d.dur()
 	}
 	if d.err != nil {
 		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)
@@ -742,6 +799,11 @@ func encodeSession(s *Session) []byte {
 	e.str(s.Mode)
 	e.str(s.Command)
 	e.uvarint(uint64(s.PID))
+	// Added within schema 2: older readers ignore trailing bytes.
+	if s.Boot != "" || s.ProcStart != 0 {
+		e.str(s.Boot)
+		e.uvarint(s.ProcStart)
+	}
 	return e.b
 }
 
@@ -770,6 +832,10 @@ func decodeSessionRest(key, v []byte) (*Session, int, error) {
 	s.Mode = d.str()
 	s.Command = d.str()
 	s.PID = int(d.uvarint())
+	if len(d.b) > 0 && d.err == nil {
+		s.Boot = d.str()
+		s.ProcStart = d.uvarint()
+	}
 	if d.err != nil {
 		return nil, 0, fmt.Errorf("session %d: %w", s.ID, d.err)
 	}

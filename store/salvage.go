@@ -7,16 +7,19 @@ import (
 
 // salvage reads a damaged file's leaf pages directly, without bbolt, and
 // sorts the records it recognises into their buckets by shape: the key's
-// length and a value that decodes completely. It is repair's last resort
-// when bbolt cannot open the file or walk a bucket. Freed pages may hold
-// older copies of a record; an ended call or session wins over a running
-// one, else the longer value.
-func salvage(path string) (map[string]map[string][]byte, error) {
+// length and a value that decodes completely. Repair runs it on every file,
+// so records on intact pages that bbolt could not reach are kept. Pages in
+// free (known free pages, when bbolt could read the free list) are skipped:
+// they hold deleted records. Pages not known free may hold older copies of
+// a record; an ended call or session wins over a running one, else the
+// longer value. damaged counts the leaf pages whose element table did not
+// hold together.
+func salvage(path string, free map[int]bool) (out map[string]map[string][]byte, damaged int, err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := map[string]map[string][]byte{}
+	out = map[string]map[string][]byte{}
 	put := func(bucket string, k, v []byte, better func(old []byte) bool) {
 		m := out[bucket]
 		if m == nil {
@@ -40,7 +43,7 @@ func salvage(path string) (map[string]map[string][]byte, error) {
 	const leafFlag, bucketLeaf = 0x02, 0x01
 	for off := 2 * pageSize; off+16 <= len(raw); off += pageSize {
 		flags := binary.LittleEndian.Uint16(raw[off+8:])
-		if flags != leafFlag {
+		if flags != leafFlag || free[off/pageSize] {
 			continue
 		}
 		count := int(binary.LittleEndian.Uint16(raw[off+10:]))
@@ -49,9 +52,11 @@ func salvage(path string) (map[string]map[string][]byte, error) {
 		if end > len(raw) || overflow > len(raw)/pageSize {
 			end = len(raw)
 		}
+		bad := false
 		for i := 0; i < count; i++ {
 			el := off + 16 + i*16
 			if el+16 > end {
+				bad = true
 				break
 			}
 			eflags := binary.LittleEndian.Uint32(raw[el:])
@@ -59,15 +64,25 @@ func salvage(path string) (map[string]map[string][]byte, error) {
 			ks := int(binary.LittleEndian.Uint32(raw[el+8:]))
 			vs := int(binary.LittleEndian.Uint32(raw[el+12:]))
 			ko := el + pos
-			if eflags&bucketLeaf != 0 || pos <= 0 || ks <= 0 || vs <= 0 || ko+ks+vs > end || ko+ks+vs < ko {
+			if eflags&bucketLeaf != 0 {
+				continue
+			}
+			if pos <= 0 || ks <= 0 || vs <= 0 || ko+ks+vs > end || ko+ks+vs < ko {
+				bad = true
 				continue
 			}
 			k, v := raw[ko:ko+ks], raw[ko+ks:ko+ks+vs]
 			classify(k, v, put, longer)
 		}
+		if bad {
+			damaged++
+		}
 	}
-	return out, nil
+	return out, damaged, nil
 }
+
+// maxScopeLen bounds a cooldown's scope (its key): longer keys are damage.
+const maxScopeLen = 1024
 
 func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), longer func([]byte) func([]byte) bool) {
 	switch {
@@ -90,7 +105,7 @@ func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), 
 				return err != nil || (os.Ended.IsZero() && !s.Ended.IsZero())
 			})
 		}
-	case len(v) > 1 && v[0] == SchemaVersion && v[1] == '{':
+	case len(v) > 1 && v[0] == SchemaVersion && v[1] == '{' && len(k) <= maxScopeLen:
 		if c, err := decodeCooldown(v); err == nil && c.Scope == string(k) {
 			put(string(bCooldowns), k, v, longer(v))
 		}

@@ -31,6 +31,8 @@ func TestRoundTripEveryRecord(t *testing.T) {
 	// The first attempt broke mid-stream with partial text and x-should-retry.
 	evs[3].Attempt.MidStream, evs[3].Attempt.PartialText, evs[3].Attempt.NoRetry, evs[3].Attempt.QuotaID = true, "Rayl", true, "q1"
 	evs[3].Attempt.Paced = 40 * time.Millisecond
+	// The user failed over 2.1s into a 20s wait (the console's ctrl+f).
+	evs[3].Attempt.FailedOverByUser, evs[3].Attempt.WaitPlanned = true, 20*time.Second
 	res := evs[len(evs)-1].Result
 	res.Attempts[0] = *evs[3].Attempt
 	res.Attempts[0].Limits.InputTokens = &stream.Window{Limit: 10, Remaining: -3, PerDay: true, HasLimit: true}

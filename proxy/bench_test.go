@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limitscope/limitscope/sim"
+)
+
+// cpuTime is the CPU the process used so far (user and system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkStreamingCall streams b.N answers (about 40 tokens each), 50 at a
+// time, from the in-process simulator, straight ("direct") or through the
+// proxy, reporting the process's CPU per call and calls per second. The
+// proxy's own cost per call is proxy's cpu-ms/call minus direct's (the
+// simulator and the caller run in the same process in both).
+//
+//	go test -run '^$' -bench StreamingCall -benchtime 4000x ./proxy/
+func BenchmarkStreamingCall(b *testing.B) {
+	for _, via := range []string{"direct", "proxy"} {
+		b.Run(via, func(b *testing.B) {
+			// No limits: every call is served, none waits.
+			scen := filepath.Join(b.TempDir(), "unlimited.ini")
+			if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			e := newEnvSim(b, sim.Options{ScenarioFile: scen, TokensPerSecond: 1e6}, nil, func(o *Options) { o.Events = nil })
+			// Both hops keep their connections (the defaults keep 2 per host,
+			// so 50 calls at once would dial 48 new ones each round).
+			hc := e.client()
+			hc.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
+			e.up.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
+			req := func() *http.Request {
+				if via == "proxy" {
+					return e.openAIReq(loadBody)
+				}
+				r, _ := http.NewRequest(http.MethodPost, e.sim.BaseURL("openai")+"/chat/completions",
+					strings.NewReader(strings.Replace(loadBody, "openai/", "", 1)))
+				r.Header.Set("Authorization", "Bearer "+sim.FakeKey)
+				r.Header.Set("Content-Type", "application/json")
+				return r
+			}
+			call := func() {
+				resp, err := hc.Do(req())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || n < 200 {
+					b.Errorf("status %d, %d bytes", resp.StatusCode, n)
+				}
+			}
+			for range 100 { // warm the connections
+				call()
+			}
+			const conc = 50
+			jobs := make(chan struct{}, b.N)
+			for range b.N {
+				jobs <- struct{}{}
+			}
+			close(jobs)
+			b.ResetTimer()
+			cpu0, t0 := cpuTime(b), time.Now()
+			var wg sync.WaitGroup
+			for range conc {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range jobs {
+						call()
+					}
+				}()
+			}
+			wg.Wait()
+			cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
+			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/call")
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "calls/s")
+		})
+	}
+}
