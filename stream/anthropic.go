@@ -155,10 +155,10 @@ func (d *anthropicDecoder) handle(typ, data string) step {
 
 // anthropicFast is a content_block_delta event, the bulk of a stream.
 type anthropicFast struct {
-	Type  json.RawMessage `json:"type"`
+	Type  fastText `json:"type"` // plain strings in one pass, not a RawMessage decoded again
 	Delta *struct {
-		Type json.RawMessage `json:"type"`
-		Text fastText        `json:"text"`
+		Type fastText `json:"type"`
+		Text fastText `json:"text"`
 	} `json:"delta"`
 }
 
@@ -171,17 +171,17 @@ func (d *anthropicDecoder) fast(typ, data string) (step, bool) {
 		return step{}, false
 	}
 	var e anthropicFast
-	if json.Unmarshal([]byte(data), &e) != nil {
+	if json.Unmarshal(bytesOf(data), &e) != nil {
 		return step{}, false
 	}
-	if typ == "" && jsonString(e.Type) != "content_block_delta" {
+	if typ == "" && e.Type.text(jsonString) != "content_block_delta" {
 		return step{}, false
 	}
 	s := step{recognize: true}
 	if e.Delta == nil {
 		return s, true
 	}
-	switch jsonString(e.Delta.Type) {
+	switch e.Delta.Type.text(jsonString) {
 	case "text_delta", "":
 		if t := e.Delta.Text.text(jsonString); t != "" {
 			s.text, s.progress = t, true

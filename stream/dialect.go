@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A dialect is one wire format, written once in its own file (openai.go,
@@ -167,7 +168,7 @@ func (d *decoded) state() *decoded { return d }
 // obj decodes data as a JSON object, or returns nil.
 func obj(data string) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(data), &m) != nil {
+	if json.Unmarshal(bytesOf(data), &m) != nil {
 		return nil
 	}
 	return m
@@ -261,3 +262,9 @@ func errorStep(data string) step {
 	}
 	return step{err: &b, recognize: true}
 }
+
+// bytesOf returns s's bytes without copying them, for json.Unmarshal, which
+// only reads its input and copies what it keeps (strings, RawMessage; the
+// fast paths' UnmarshalJSON methods copy too): the per-event copy of every
+// chunk was a tenth of the fast paths' cost. The bytes must not be written.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // Gemini's daily quota resets at midnight Pacific, on any machine
+	"unicode/utf8"
 )
 
 // The Gemini dialect: generateContent, streamed with alt=sse.
@@ -206,6 +207,10 @@ func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errNotObject
 	}
+	if t, ok := plainTextPart(b); ok { // the common part: just its text
+		*p = geminiFastPart{Text: fastText{s: t, str: true}, keys: true}
+		return nil
+	}
 	type plain geminiFastPart // without this method
 	var q plain
 	if err := json.Unmarshal(b, &q); err != nil {
@@ -214,6 +219,22 @@ func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
 	*p = geminiFastPart(q)
 	p.keys = len(bytes.TrimLeft(b[1:], " \t\r\n")) > 0 && bytes.TrimLeft(b[1:], " \t\r\n")[0] != '}'
 	return nil
+}
+
+// plainTextPart reads a part that is exactly {"text":"..."} with a plain
+// string (no escape, valid UTF-8), the common streamed part, without a
+// second decoding: b is a valid JSON object (the outer decoder checked it),
+// so a string with no backslash ends at the first quote.
+func plainTextPart(b []byte) (string, bool) {
+	const head = `{"text":"`
+	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(`"}`)) || len(b) < len(head)+2 {
+		return "", false
+	}
+	inner := b[len(head) : len(b)-2]
+	if bytes.IndexByte(inner, '"') >= 0 || bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
 }
 
 // errNotObject fails a fast decoding that met something other than an object.
@@ -225,7 +246,7 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 		return step{}, false
 	}
 	var c geminiFast
-	if json.Unmarshal([]byte(trimmed), &c) != nil {
+	if json.Unmarshal(bytesOf(trimmed), &c) != nil {
 		return step{}, false
 	}
 	if c.Error != nil && !isNull(c.Error) {

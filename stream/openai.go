@@ -212,7 +212,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 		return step{}, false
 	}
 	var c openaiFast
-	if json.Unmarshal([]byte(trimmed), &c) != nil {
+	if json.Unmarshal(bytesOf(trimmed), &c) != nil {
 		return step{}, false
 	}
 	if c.Error != nil && !isNull(c.Error) {
