@@ -168,10 +168,16 @@ func (d *geminiDecoder) handle(typ, data string) step {
 	return d.handleMap(typ, data)
 }
 
-// geminiFast is a streamGenerateContent chunk.
+// geminiFast is a streamGenerateContent chunk; its model version is read
+// only until the decoder has one (geminiFastBody alone skips it).
 type geminiFast struct {
+	ModelVersion *string `json:"modelVersion"`
+	geminiFastBody
+}
+
+// geminiFastBody is the rest of a chunk.
+type geminiFastBody struct {
 	Error         json.RawMessage `json:"error"`
-	ModelVersion  *string         `json:"modelVersion"`
 	UsageMetadata *struct {
 		PromptTokenCount     *float64 `json:"promptTokenCount"`
 		CandidatesTokenCount *float64 `json:"candidatesTokenCount"`
@@ -246,7 +252,11 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 		return step{}, false
 	}
 	var c geminiFast
-	if json.Unmarshal(bytesOf(trimmed), &c) != nil {
+	var into any = &c
+	if d.model != "" {
+		into = &c.geminiFastBody
+	}
+	if json.Unmarshal(bytesOf(trimmed), into) != nil {
 		return step{}, false
 	}
 	if c.Error != nil && !isNull(c.Error) {
