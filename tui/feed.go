@@ -11,10 +11,11 @@ import (
 )
 
 // frame is how long text deltas are coalesced before they are delivered:
-// about 30 text updates a second, so a fast stream costs the renderer 30
-// frames a second, not 60 (a key press still shows at the renderer's next
-// frame, its 60 a second).
-const frame = 33 * time.Millisecond
+// 20 text updates a second, so a stream costs the renderer 20 frames a
+// second, not 60 (the renderer's cost per frame is the whole screen's; at
+// 200x60 and 200 tokens/s, 16 ms frames took 19-20% of a core, 50 ms ones
+// 9-10%). A key press still shows at the renderer's next frame (60 a second).
+const frame = 50 * time.Millisecond
 
 // eventsMsg carries, in order, the events one frame gathered. Consecutive
 // text deltas of one call are already merged into one event.
