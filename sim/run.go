@@ -16,7 +16,9 @@ import (
 // BaseURL returns the value of a provider's *_BASE_URL for a simulator
 // served at root (e.g. "http://127.0.0.1:8787"); "" for an unknown provider.
 func BaseURL(root, provider string) string {
-	p := providerOf(provider)
+	// An API variant ("openai:responses") is its provider's base URL.
+	name, _, _ := strings.Cut(provider, stream.VariantSep)
+	p := providerOf(name)
 	if p == nil {
 		return ""
 	}
