@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/retry/retrytest"
 	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestSendResponsesWorkedCases runs the worked cases of the Responses API
@@ -95,6 +98,43 @@ func TestSendResponsesWorkedCases(t *testing.T) {
 			slept := ta.clock.Slept()
 			if slept < tc.minWait || slept > tc.maxWait {
 				t.Errorf("waited %s, want between %s and %s (sleeps %v)", slept, tc.minWait, tc.maxWait, ta.clock.Sleeps())
+			}
+		})
+	}
+}
+
+// TestResponsesSharesTheOpenAIAccount: a quota stop met through the
+// Responses API is the openai account's: in the same session (one engine,
+// its cooldowns and router, as the console and the proxy run them) the
+// next Chat Completions call on the same key stops on the cooldown
+// without a request, and the other way round.
+func TestResponsesSharesTheOpenAIAccount(t *testing.T) {
+	chat := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	resp := stream.Target{Provider: "openai:responses", Model: "gpt-5.4-mini"}
+	for _, order := range [][2]stream.Target{{resp, chat}, {chat, resp}} {
+		t.Run(order[0].String(), func(t *testing.T) {
+			r, err := sim.Start(t.Context(), "127.0.0.1:0", sim.Options{Scenario: "calm", TokensPerSecond: 1e6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			eps := map[string]stream.Endpoint{}
+			for _, p := range stream.Providers() {
+				eps[p.Name] = r.Endpoint(p.Name)
+			}
+			e := &retry.Engine{Doer: &stream.Router{Client: &stream.Client{}, Endpoints: eps},
+				Cooldowns: retry.NewMemoryCooldowns(), Clock: retrytest.NewFakeClock(time.Now())}
+			if err := r.Server.Inject(sim.Fault{Provider: "openai", Kind: sim.FaultSpendCap}); err != nil {
+				t.Fatal(err)
+			}
+			res := e.Run(t.Context(), retry.Call{Chain: []stream.Target{order[0]}, Prompt: "hi"}, nil)
+			if res.Outcome != retry.OutcomeStopped || len(res.Attempts) != 1 {
+				t.Fatalf("the quota call: %s after %d attempts", res.Outcome, len(res.Attempts))
+			}
+			r.Server.ClearFaults("") // the provider would answer now: only the cooldown stops the call
+			res = e.Run(t.Context(), retry.Call{Chain: []stream.Target{order[1]}, Prompt: "hi"}, nil)
+			if res.Outcome != retry.OutcomeStopped || len(res.Attempts) != 0 {
+				t.Fatalf("after the account's stop: %s after %d attempts, want stopped without a request", res.Outcome, len(res.Attempts))
 			}
 		})
 	}
