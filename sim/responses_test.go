@@ -216,3 +216,21 @@ func TestResponsesRequestRulesAndSharedAccount(t *testing.T) {
 		}
 	}
 }
+
+// A fault armed or cleared under the variant's name ("openai:responses",
+// as the console's demo menu names its primary) is the openai provider's.
+func TestResponsesVariantNamesItsProvider(t *testing.T) {
+	s, url, _ := sdkSim(t)
+	if BaseURL(url, "openai:responses") != BaseURL(url, "openai") {
+		t.Fatal(BaseURL(url, "openai:responses"))
+	}
+	if _, err := s.Arm(Fault{Provider: "openai:responses", Kind: FaultSpendCap}); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Armed(); len(a) != 1 || a[0].Provider != "openai" {
+		t.Fatalf("%+v", a)
+	}
+	if n := s.ClearFaults("openai:responses"); n != 1 {
+		t.Fatalf("cleared %d", n)
+	}
+}

@@ -13,12 +13,18 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
+// accountName is the simulated provider an API variant's name
+// ("openai:responses") belongs to: its base URL, limits and faults are that
+// provider's.
+func accountName(provider string) string {
+	name, _, _ := strings.Cut(provider, stream.VariantSep)
+	return name
+}
+
 // BaseURL returns the value of a provider's *_BASE_URL for a simulator
 // served at root (e.g. "http://127.0.0.1:8787"); "" for an unknown provider.
 func BaseURL(root, provider string) string {
-	// An API variant ("openai:responses") is its provider's base URL.
-	name, _, _ := strings.Cut(provider, stream.VariantSep)
-	p := providerOf(name)
+	p := providerOf(accountName(provider))
 	if p == nil {
 		return ""
 	}
