@@ -64,3 +64,30 @@ func TestConsoleResponsesTargetAndFailoverDemo(t *testing.T) {
 		}
 	}
 }
+
+// Clearing a provider's faults in the demo menu also ends the simulated
+// stops met through its other API: one account, one set of stops.
+func TestClearFaultsCoversTheResponsesAPI(t *testing.T) {
+	ctx := context.Background()
+	p, err := OpenProviders(ctx, func(string) string { return "" }, SimFlags{Sim: true, Seed: 1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, clear := range []string{"openai", "openai:responses"} {
+		cool := retry.NewMemoryCooldowns()
+		for _, c := range []retry.Cooldown{
+			{Scope: "sim:x:account:openai:abc", Target: "openai:responses/gpt-5.4-mini", Since: time.Now()},
+			{Scope: "sim:x:target:openai/gpt-5.4-mini", Target: "openai/gpt-5.4-mini", Since: time.Now()},
+			{Scope: "sim:x:account:anthropic:abc", Target: "anthropic/claude-haiku-5-5", Since: time.Now()},
+		} {
+			_ = cool.Set(c)
+		}
+		if err := p.ArmedFaults(cool).ClearFaults(ctx, clear); err != nil {
+			t.Fatal(err)
+		}
+		if cds, _ := cool.List(); len(cds) != 1 || cds[0].Target != "anthropic/claude-haiku-5-5" {
+			t.Errorf("clearing %s left %+v, want anthropic's only", clear, cds)
+		}
+	}
+}
