@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -233,4 +234,41 @@ func TestResponsesVariantNamesItsProvider(t *testing.T) {
 	if n := s.ClearFaults("openai:responses"); n != 1 {
 		t.Fatalf("cleared %d", n)
 	}
+}
+
+// Only a variant the provider table knows names a provider.
+func TestUnknownVariantIsUnknown(t *testing.T) {
+	s, url, _ := sdkSim(t)
+	if BaseURL(url, "openai:nope") != "" {
+		t.Fatal(BaseURL(url, "openai:nope"))
+	}
+	if _, err := s.Arm(Fault{Provider: "openai:nope", Kind: FaultSpendCap}); err == nil {
+		t.Fatal("a fault for an unknown variant was armed")
+	}
+}
+
+// FuzzResponsesRequest: any body to the Responses endpoint gets a status,
+// never a panic; a 200 stream ends with its terminal event.
+func FuzzResponsesRequest(f *testing.F) {
+	f.Add(`{"model":"m","input":"hi","stream":true}`)
+	f.Add(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}],"max_output_tokens":16,"stream":true}`)
+	f.Add(`{"model":"m","input":{"a":1}}`)
+	f.Add(`{"model":"m","input":"x","max_output_tokens":-3,"instructions":null}`)
+	s, err := New(Options{TokensPerSecond: 1e12})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://sim.test/openai/v1/responses", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+FakeKey)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code == 0 {
+			t.Fatal("no status")
+		}
+		if rec.Code == 200 && strings.Contains(rec.Header().Get("Content-Type"), "event-stream") &&
+			!strings.Contains(rec.Body.String(), "event: response.completed") && !strings.Contains(rec.Body.String(), "event: response.incomplete") {
+			t.Fatalf("a stream without its terminal event:\n%s", rec.Body)
+		}
+	})
 }

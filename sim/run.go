@@ -13,12 +13,14 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// accountName is the simulated provider an API variant's name
-// ("openai:responses") belongs to: its base URL, limits and faults are that
-// provider's.
+// accountName is the simulated provider an API variant of the provider
+// table ("openai:responses") belongs to: its base URL, limits and faults
+// are that provider's. Any other name is returned as it is.
 func accountName(provider string) string {
-	name, _, _ := strings.Cut(provider, stream.VariantSep)
-	return name
+	if info, ok := stream.Provider(provider); ok && info.Account != "" {
+		return info.Account
+	}
+	return provider
 }
 
 // BaseURL returns the value of a provider's *_BASE_URL for a simulator
