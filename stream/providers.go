@@ -129,6 +129,21 @@ func ProviderForModel(model string) (ProviderInfo, bool) {
 	return ProviderInfo{}, false
 }
 
+// variantsOf lists the API variants of provider base ("openai:responses"),
+// or "none".
+func variantsOf(base string) []string {
+	var out []string
+	for _, p := range providers {
+		if p.Account == base && strings.HasPrefix(p.Name, base+VariantSep) {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out
+}
+
 // Providers returns every known provider, in a fixed order.
 func Providers() []ProviderInfo {
 	out := make([]ProviderInfo, len(providers))

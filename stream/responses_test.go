@@ -45,8 +45,8 @@ func TestParseTargetVariant(t *testing.T) {
 	if err != nil || tg.Provider != respProvider || tg.Model != "gpt-5.4-mini" || tg.String() != "openai:responses/gpt-5.4-mini" {
 		t.Fatalf("%+v %v", tg, err)
 	}
-	if _, err := ParseTarget("openai:nope/gpt-5.4-mini"); err == nil {
-		t.Fatal("an unknown variant parsed")
+	if _, err := ParseTarget("openai:nope/gpt-5.4-mini"); err == nil || !strings.Contains(err.Error(), "openai:responses") {
+		t.Fatalf("an unknown variant: %v", err)
 	}
 	// A bare gpt- model stays Chat Completions'.
 	if p, ok := ProviderForModel("gpt-5.4-mini"); !ok || p.Name != "openai" {
