@@ -309,3 +309,20 @@ func TestFailOverDuringStream(t *testing.T) {
 		t.Errorf("%d calls", len(h.runner.Calls()))
 	}
 }
+
+// An account stop met through an API variant (openai:responses) stops the
+// provider's other targets too: they share the key.
+func TestAccountStopThroughAVariant(t *testing.T) {
+	cd := retry.Cooldown{Scope: "account:openai:abc", Target: "openai:responses/gpt-5.4-mini", Since: t0, Code: "insufficient_quota",
+		Message: "You exceeded your current quota"}
+	h := newHarness(t, 120, 40, Options{Cooldowns: []retry.Cooldown{cd}})
+	h.do(h.m.Init())
+	h.until("the stop", func() bool {
+		for _, l := range strings.Split(h.screen(), "\n") {
+			if strings.Contains(l, "1 openai/gpt-5.4-mini") {
+				return strings.Contains(l, "STOPPED")
+			}
+		}
+		return false
+	})
+}
