@@ -316,13 +316,35 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 }
 
 // updateCtx is update whose wait for the lock lasts until ctx ends when ctx
-// has a deadline (see openDBCtx).
+// has a deadline (see openDBCtx). Once the file is held, its journals (see
+// JournalDir) are merged first, in a transaction of their own, so that a
+// journal that cannot be applied never stops fn's commit (it stays for a
+// later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
 	db, err := openDBCtx(ctx, path, true, timeout)
 	if err != nil {
 		return err
 	}
-	err = guard(path, func() error {
+	if HasJournals(path) {
+		var m *journalMerge
+		if updateTx(db, path, func(tx *bolt.Tx) (err error) {
+			m, err = mergeJournals(tx, path, journalMergeBudget)
+			return err
+		}) == nil {
+			m.done()
+		}
+	}
+	err = updateTx(db, path, fn)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close history: %w", cerr)
+	}
+	return err
+}
+
+// updateTx runs fn in one write transaction of db, on a file made ready
+// for it (prepareWrite).
+func updateTx(db *bolt.DB, path string, fn func(tx *bolt.Tx) error) error {
+	return guard(path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if err := prepareWrite(tx, path); err != nil {
 				return err
@@ -330,10 +352,6 @@ func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(
 			return fn(tx)
 		})
 	})
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close history: %w", cerr)
-	}
-	return err
 }
 
 // view runs fn in one read transaction. A missing file is an empty history:

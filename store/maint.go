@@ -226,12 +226,7 @@ func Compact(ctx context.Context, path string, timeout time.Duration) (CompactRe
 	return res, nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-}
+func syncDir(dir string) { _ = syncDirErr(dir) }
 
 // RepairResult reports what repair copied and what it could not, by kind
 // (the bucket names: "calls", "sessions", "attempts", "text", "cooldowns").
