@@ -419,6 +419,17 @@ func (r *Recorder) writeJournal() error {
 
 func (r *Recorder) loop() {
 	defer close(r.loopDone)
+	// Close ends a commit that waits for the lock at once: Close then
+	// makes its own try, and journals.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// Since Go 1.23 Reset never delivers a stale tick.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -477,7 +488,7 @@ func (r *Recorder) loop() {
 			}
 			continue
 		}
-		err := r.commit(context.Background(), r.opts.LockTimeout)
+		err := r.commit(ctx, r.opts.LockTimeout)
 		if err != nil {
 			if !failing {
 				retryWait = r.opts.RetryDelay
@@ -564,7 +575,9 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	})
 	r.file.Unlock()
 	r.mu.Lock()
-	warn := err != nil && !r.warned
+	// A wait cut short by its context (Close, or its short try before it
+	// journals) is not worth a warning: Close says what it could not save.
+	warn := err != nil && !r.warned && ctx.Err() == nil
 	r.warned = err != nil
 	r.mu.Unlock()
 	if warn && r.opts.OnWarn != nil {
