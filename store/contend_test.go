@@ -111,10 +111,12 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 	}
 	left := len(journalNames(path))
 	rd := &Reader{Path: path, LockTimeout: 10 * time.Second}
+	listStart := time.Now()
 	calls, err := rd.List(context.Background(), Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	merge := time.Since(listStart)
 	running := 0
 	for _, c := range calls {
 		if c.Outcome != retry.OutcomeOK {
@@ -131,8 +133,8 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 			open++
 		}
 	}
-	t.Logf("%d writers, %d-byte prompts: %d saved, %d journaled (%d journals left when they had all exited), %d lost; slowest Close %dms, all done in %s",
-		n, size, n-journaled-lost, journaled, left, lost, slowest, elapsed.Round(time.Millisecond))
+	t.Logf("%d writers, %d-byte prompts: %d saved, %d journaled (%d journals left when they had all exited, merged by the next list in %s), %d lost; slowest Close %dms, all done in %s",
+		n, size, n-journaled-lost, journaled, left, merge.Round(time.Millisecond), lost, slowest, elapsed.Round(time.Millisecond))
 	if lost > 0 || len(calls) != n || running > 0 || len(sessions) != n || open > 0 {
 		t.Fatalf("%d writers: %d reported lost, %d calls stored, %d not ended, %d sessions, %d never ended", n, lost, len(calls), running, len(sessions), open)
 	}

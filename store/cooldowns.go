@@ -260,7 +260,12 @@ func (s *Cooldowns) saved(mem map[string]retry.Cooldown, cleared map[string]bool
 }
 
 // List returns every recorded cooldown, active or not, sorted by scope.
+// Journaled cooldowns are merged first when the file is free (see
+// MergeJournals).
 func (s *Cooldowns) List() ([]retry.Cooldown, error) {
+	s.file.Lock()
+	_ = MergeJournals(s.path, time.Nanosecond)
+	s.file.Unlock()
 	out, err := s.read()
 	if err != nil {
 		return nil, fmt.Errorf("list cooldowns: %w", err)

@@ -289,9 +289,6 @@ func TestJournalKeepsUnsavedCooldowns(t *testing.T) {
 		t.Fatalf("close: %v, journal %q", err, r.Journal())
 	}
 	release()
-	if err := MergeJournals(path, time.Second); err != nil {
-		t.Fatal(err)
-	}
 	list, err := NewCooldowns(path, Options{}).List()
 	if err != nil || len(list) != 1 || list[0].Scope != want.Scope || !list[0].Until.Equal(want.Until) {
 		t.Fatalf("cooldowns after the merge: %+v %v", list, err)
