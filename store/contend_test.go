@@ -157,16 +157,20 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 	}
 }
 
-// Close keeps trying a locked file until its context ends, not for one
-// lock timeout: a file held for many lock timeouts loses nothing.
+// When the journal cannot be written, Close keeps trying a locked file
+// until its context ends, not for one lock timeout: a file held for many
+// lock timeouts loses nothing.
 func TestCloseWaitsOutALockUntilItsDeadline(t *testing.T) {
 	path := tempDB(t)
 	recordAll(t, path, SessionInfo{}, okSpec("first", t0))
+	if err := os.WriteFile(JournalDir(path), []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	holder, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1, LockTimeout: 20 * time.Millisecond, RetryDelay: time.Hour})
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1, LockTimeout: 20 * time.Millisecond, RetryDelay: time.Hour, JournalAfter: 20 * time.Millisecond})
 	recordSome(r, "held", 3)
 	done := make(chan error, 1)
 	go func() {

@@ -345,7 +345,7 @@ func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	if HasJournals(path) {
+	if journalWork(path) {
 		var m *journalMerge
 		if updateTx(db, path, func(tx *bolt.Tx) (err error) {
 			m, err = mergeJournals(tx, path, journalMergeBudget)

@@ -348,6 +348,13 @@ func removeDeadTemps(dir string, tmps []string) {
 // HasJournals reports whether path has journals waiting to be merged.
 func HasJournals(path string) bool { return len(journalNames(path)) > 0 }
 
+// journalWork reports whether a writer holding path's lock has journal
+// work: journals to merge, or temporary files of writers that may be dead.
+func journalWork(path string) bool {
+	names, tmps := journalFiles(path)
+	return len(names)+len(tmps) > 0
+}
+
 // journalMerge is what mergeJournals did in a transaction, for after it
 // commits.
 type journalMerge struct {
@@ -525,7 +532,7 @@ func applyJournalCooldowns(tx *bolt.Tx, h *journalHeader) error {
 // short one before they read). Journals that are incomplete or damaged are
 // left as they are. Every write to the file merges some too.
 func MergeJournals(path string, timeout time.Duration) error {
-	if !HasJournals(path) {
+	if !journalWork(path) {
 		return nil
 	}
 	db, err := openDB(path, true, timeout)

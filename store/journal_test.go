@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -358,4 +359,73 @@ func FuzzJournalDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+const journalKillEnv = "LIMITSCOPE_STORE_TEST_JOURNAL_KILL"
+
+// journalKillChild records one call with a 32 MiB prompt and closes its
+// recorder on a file its parent holds, so that it journals (and is killed
+// while it does).
+func journalKillChild(path string) {
+	r := NewRecorder(path, SessionInfo{Command: "send"}, Options{Retention: -1, LockTimeout: 10 * time.Millisecond, JournalAfter: 10 * time.Millisecond})
+	s := okSpec("killed", t0.Add(time.Hour))
+	s.prompt = strings.Repeat("k", 32<<20)
+	c, evs := s.events()
+	sink := r.Sink(c, nil)
+	for _, ev := range evs {
+		sink(ev)
+	}
+	_ = r.Close(context.Background())
+}
+
+// A writer killed (-9) at any moment of writing its journal leaves nothing
+// half-applied: after the merge its call is either absent or whole, and
+// the temporary file of a dead writer is removed.
+func TestKilledJournalWriterSkippedOrMergedWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	for i, delay := range []time.Duration{0, 2 * time.Millisecond, 8 * time.Millisecond, 30 * time.Millisecond, 150 * time.Millisecond, -1} {
+		path := tempDB(t)
+		recordAll(t, path, SessionInfo{}, okSpec("before", t0))
+		release := holdLock(t, path)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), journalKillEnv+"="+path)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Kill once the journal has begun (its directory exists), after delay;
+		// the last run is not killed at all.
+		deadline := time.Now().Add(20 * time.Second)
+		for delay >= 0 && time.Now().Before(deadline) {
+			if ents, _ := os.ReadDir(JournalDir(path)); len(ents) > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if delay >= 0 {
+			time.Sleep(delay)
+			_ = cmd.Process.Kill()
+		}
+		_ = cmd.Wait()
+		release()
+		calls := callsByID(t, path)
+		k := calls["killed"]
+		switch {
+		case len(calls) == 1 && k == nil:
+		case len(calls) == 2 && k != nil && len(k.Prompt) == 32<<20 && k.Outcome == retry.OutcomeOK && len(k.AttemptsList) == 1:
+		default:
+			t.Fatalf("run %d (kill after %v): %d calls, the killed writer's: %+v", i, delay, len(calls), k != nil)
+		}
+		if delay < 0 && k == nil {
+			t.Fatal("a writer left to finish lost its call")
+		}
+		ents, _ := os.ReadDir(JournalDir(path))
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".jrnl") { // a torn .jrnl would stay, and cannot happen
+				t.Fatalf("run %d: %s left after the merge", i, e.Name())
+			}
+		}
+		t.Logf("kill after %v: killed writer's call %v", delay, k != nil)
+	}
 }
