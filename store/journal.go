@@ -113,6 +113,18 @@ type journal struct {
 	items  []journalItem
 }
 
+// journalItemOf is it as the journal keeps it (see journalEvent).
+func journalItemOf(it *item, noContent bool) journalItem {
+	ji := journalItem{Ev: journalEvent(it.ev, noContent)}
+	if c := it.call; c != nil {
+		ji.Call = &journalCallInfo{Chain: c.Chain, MaxTokens: c.MaxTokens, Policy: c.Policy, Route: cleanOrigin(c.Route), Client: cleanOrigin(c.Client)}
+		if !noContent {
+			ji.Call.Prompt = c.Prompt
+		}
+	}
+	return ji
+}
+
 // journalEvent is ev as the journal keeps it: only what apply reads, with
 // nothing the history would not keep (no text with --no-content, messages
 // scrubbed).

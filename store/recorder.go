@@ -168,9 +168,9 @@ func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 func (r *Recorder) Path() string { return r.path }
 
 // Cooldowns returns the file's cooldowns, sharing this recorder's file
-// access so the two never wait on each other's lock.
-// A cooldown that could not be written when it was set is written with the
-// recorder's next commit, or journaled by Close.
+// access so the two never wait on each other's lock. A cooldown that could
+// not be written when it was set is written with the recorder's next
+// commit, or journaled by Close.
 func (r *Recorder) Cooldowns() *Cooldowns {
 	c := &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}, ttl: r.opts.CooldownCache}
 	r.mu.Lock()
@@ -368,33 +368,18 @@ func (r *Recorder) writeJournal() error {
 	for id, cs := range r.calls {
 		h.Calls = append(h.Calls, journalCall{ID: id, Key: cs.key, Rec: cs.rec})
 	}
-	type pend struct {
-		c       *Cooldowns
-		mem     map[string]retry.Cooldown
-		cleared map[string]bool
-	}
-	var pends []pend
-	for _, c := range cools {
-		mem, cleared := c.pending()
-		for _, cd := range mem {
+	pends := pendingCooldowns(cools)
+	for _, p := range pends {
+		for _, cd := range p.mem {
 			h.Cooldowns = append(h.Cooldowns, cd)
 		}
-		for scope := range cleared {
+		for scope := range p.cleared {
 			h.Cleared = append(h.Cleared, scope)
 		}
-		pends = append(pends, pend{c, mem, cleared})
 	}
-	noContent := r.info.NoContent
 	jitems := make([]journalItem, 0, items.n)
 	for it := range items.all() {
-		ji := journalItem{Ev: journalEvent(it.ev, noContent)}
-		if c := it.call; c != nil {
-			ji.Call = &journalCallInfo{Chain: c.Chain, MaxTokens: c.MaxTokens, Policy: c.Policy, Route: cleanOrigin(c.Route), Client: cleanOrigin(c.Client)}
-			if !noContent {
-				ji.Call.Prompt = c.Prompt
-			}
-		}
-		jitems = append(jitems, ji)
+		jitems = append(jitems, journalItemOf(it, r.info.NoContent))
 	}
 	data, err := encodeJournal(&h, jitems)
 	var name string
@@ -411,10 +396,33 @@ func (r *Recorder) writeJournal() error {
 	r.sessDirty = false
 	r.journal = name
 	r.mu.Unlock()
+	savedCooldowns(pends)
+	return nil
+}
+
+// cooldownChanges are one Cooldowns' sets and clears not yet written.
+type cooldownChanges struct {
+	c       *Cooldowns
+	mem     map[string]retry.Cooldown
+	cleared map[string]bool
+}
+
+// pendingCooldowns collects the unsaved changes of cools.
+func pendingCooldowns(cools []*Cooldowns) []cooldownChanges {
+	var out []cooldownChanges
+	for _, c := range cools {
+		if mem, cleared := c.pending(); len(mem)+len(cleared) > 0 {
+			out = append(out, cooldownChanges{c, mem, cleared})
+		}
+	}
+	return out
+}
+
+// savedCooldowns tells each Cooldowns that its changes were written.
+func savedCooldowns(pends []cooldownChanges) {
 	for _, p := range pends {
 		p.c.saved(p.mem, p.cleared)
 	}
-	return nil
 }
 
 func (r *Recorder) loop() {
@@ -532,19 +540,8 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	work := r.queue.n > 0 || (r.sessDirty && r.sessionKey != nil)
 	cools := slices.Clone(r.cools)
 	r.mu.Unlock()
-	type pend struct {
-		c       *Cooldowns
-		mem     map[string]retry.Cooldown
-		cleared map[string]bool
-	}
-	var pends []pend
-	for _, c := range cools {
-		if mem, cleared := c.pending(); len(mem)+len(cleared) > 0 {
-			pends = append(pends, pend{c, mem, cleared})
-			work = true
-		}
-	}
-	if !work {
+	pends := pendingCooldowns(cools)
+	if !work && len(pends) == 0 {
 		return nil
 	}
 	var items queue
@@ -575,9 +572,10 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	})
 	r.file.Unlock()
 	r.mu.Lock()
-	// A wait cut short by its context (Close, or its short try before it
-	// journals) is not worth a warning: Close says what it could not save.
-	warn := err != nil && !r.warned && ctx.Err() == nil
+	// A wait Close cut short (the background commit's, or its own short try
+	// before it journals) is not worth a warning: Close says what it could
+	// not save.
+	warn := err != nil && !r.warned && !(r.closed && ctx.Err() != nil)
 	r.warned = err != nil
 	r.mu.Unlock()
 	if warn && r.opts.OnWarn != nil {
@@ -592,9 +590,7 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 		}
 		return err
 	}
-	for _, p := range pends {
-		p.c.saved(p.mem, p.cleared)
-	}
+	savedCooldowns(pends)
 	r.mu.Lock()
 	r.queue.recycle(&items)
 	r.flying = 0
