@@ -445,6 +445,17 @@ func readJournalFile(p string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// journalMarkers returns the names of merged journals kept in meta (for
+// repair to carry over).
+func journalMarkers(meta *bolt.Bucket) []kv {
+	var out []kv
+	c := meta.Cursor()
+	for k, v := c.Seek(metaJournalPrefix); k != nil && bytes.HasPrefix(k, metaJournalPrefix); k, v = c.Next() {
+		out = append(out, kv{slices.Clone(k), slices.Clone(v)})
+	}
+	return out
+}
+
 // pruneJournalMarkers forgets merged journals' names older than
 // journalMarkerAge.
 func pruneJournalMarkers(meta *bolt.Bucket, now time.Time) error {

@@ -429,3 +429,26 @@ func TestKilledJournalWriterSkippedOrMergedWhole(t *testing.T) {
 		t.Logf("kill after %v: killed writer's call %v", delay, k != nil)
 	}
 }
+
+// Repair keeps the names of merged journals: a journal merged before the
+// repair (its delete lost) adds nothing again after it.
+func TestRepairKeepsMergedJournalsMerged(t *testing.T) {
+	path := tempDB(t)
+	j := journalOf(t, path, SessionInfo{})
+	data, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeJournals(path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(context.Background(), path, t0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if calls := callsByID(t, path); len(calls) != 3 || HasJournals(path) {
+		t.Fatalf("%d calls after the repair and a second merge, want 3", len(calls))
+	}
+}
