@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,11 +77,23 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 	path := tempDB(t)
 	var wg sync.WaitGroup
 	outs := make([]string, n)
+	// The committed run holds the file until a quarter of the writers are
+	// done, so that they journal whatever the machine's load (the others
+	// then contend; a writer's commit merging journals is tested apart).
+	finished := make(chan struct{}, n)
+	release := func() {}
+	if after == "1ms" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		release = holdLock(t, path)
+	}
 	start := time.Now()
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { finished <- struct{}{} }()
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), contendEnv+"="+path, fmt.Sprintf("%s_ID=w%d", contendEnv, i),
 				fmt.Sprintf("%s_SIZE=%d", contendEnv, size), contendEnv+"_AFTER="+after)
@@ -91,6 +104,10 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 			}
 		}()
 	}
+	for range n / 4 {
+		<-finished
+	}
+	release()
 	wg.Wait()
 	elapsed := time.Since(start)
 	lost, journaled, slowest := 0, 0, 0
@@ -138,8 +155,8 @@ func TestContendedWritersLoseNothing(t *testing.T) {
 	if lost > 0 || len(calls) != n || running > 0 || len(sessions) != n || open > 0 {
 		t.Fatalf("%d writers: %d reported lost, %d calls stored, %d not ended, %d sessions, %d never ended", n, lost, len(calls), running, len(sessions), open)
 	}
-	if after == "1ms" && journaled == 0 {
-		t.Fatal("no writer journaled: the test did not reach the journal")
+	if after == "1ms" && journaled < n/4 {
+		t.Fatalf("%d of %d writers journaled: want at least the quarter that ended while the file was held", journaled, n)
 	}
 	if names := journalNames(path); len(names) > 0 {
 		t.Fatalf("journals left after the merge: %v", names)
