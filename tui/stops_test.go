@@ -144,13 +144,19 @@ func TestPausedFromPacer(t *testing.T) {
 // call) is WAITING with its source, not PAUSED for a limit reset.
 func TestServerHoldIsWaiting(t *testing.T) {
 	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{anthropic: {HoldUntil: t0.Add(30 * time.Second), Known: true,
-		HoldSource: stream.SourceRetryAfter}}}
+		HoldSource: stream.SourceRetryAfter, HoldAsked: time.Minute}}}
 	h := newHarness(t, 120, 40, Options{TargetState: es.state})
 	h.do(h.m.Init())
 	h.until("the state", func() bool { return strings.Contains(h.screen(), "WAITING") })
 	s := h.screen()
 	if strings.Contains(s, "PAUSED") || !strings.Contains(s, "the server asked to wait") {
 		t.Errorf("a server's hold shown as a limit pause, or without its source:\n%s", s)
+	}
+	// Half of a 60s wait is left: the bar is not full.
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "30s left") && !strings.Contains(l, "░") {
+			t.Errorf("the countdown bar is full with half the server's wait gone: %q", l)
+		}
 	}
 }
 

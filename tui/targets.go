@@ -344,6 +344,9 @@ func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.T
 				s.waitUntil = h
 			case server:
 				s.waitFrom, s.waitUntil, s.paused = now, h, false
+				if a := ts.Pace.HoldAsked; a > 0 && h.Add(-a).Before(now) {
+					s.waitFrom = h.Add(-a) // the bar shows how much of the server's wait is left
+				}
 				s.waitWhy = "the server asked to wait (" + string(ts.Pace.HoldSource) + ")"
 			default:
 				s.waitFrom, s.waitUntil, s.paused = now, h, true
