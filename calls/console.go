@@ -118,13 +118,24 @@ func (s simFaults) ClearFaults(_ context.Context, provider string) error {
 		return fmt.Errorf("listing simulated stops: %w", err)
 	}
 	for _, c := range cds {
-		if provider == "" || strings.HasPrefix(c.Target, provider+"/") {
+		tp, _, _ := strings.Cut(c.Target, "/")
+		if provider == "" || account(tp) == account(provider) {
 			if err := s.cool.Clear(c.Scope); err != nil {
 				return fmt.Errorf("clearing simulated stop %s: %w", c.Scope, err)
 			}
 		}
 	}
 	return nil
+}
+
+// account is the provider whose simulated account a provider name uses (an
+// API variant's, such as openai:responses, is its provider's: the same
+// simulated faults and stops).
+func account(provider string) string {
+	if info, ok := stream.Provider(provider); ok {
+		return info.AccountName()
+	}
+	return provider
 }
 
 func (s simFaults) SetScenario(_ context.Context, name string) error { return s.srv.SetScenario(name) }

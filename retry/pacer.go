@@ -92,6 +92,7 @@ type PaceState struct {
 	// (retry-after, retry-after-ms, retry-info, message) or SourceReset when
 	// a limit window is spent; "" when there is no hold.
 	HoldSource stream.DelaySource
+	HoldAsked  time.Duration // the server's delay behind a server's hold (0 otherwise)
 }
 
 // gate is one target's pacing state; guarded by Pacer.mu.
@@ -202,17 +203,17 @@ func (p *Pacer) State(t stream.Target) PaceState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gateLocked(t)
-	h, src := g.hold, g.holdSrc
+	h, src, asked := g.hold, g.holdSrc, g.holdAsked
 	for _, x := range []time.Time{g.reqHold, g.tokHold} {
 		if x.After(h) {
-			h, src = x, stream.SourceReset
+			h, src, asked = x, stream.SourceReset, 0
 		}
 	}
 	if h.IsZero() {
 		src = stream.SourceNone
 	}
 	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known,
-		RateLearned: g.learned, HoldSource: src}
+		RateLearned: g.learned, HoldSource: src, HoldAsked: asked}
 }
 
 // Permit is one request's place at a target's gate: a concurrency slot from

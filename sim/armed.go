@@ -52,6 +52,7 @@ func persistent(kind string) bool { return kind == FaultSpendCap || kind == Faul
 // A failover-demo fault instead degrades its provider (the scenario's
 // primary when Provider is "") for RetryAfter (default 60s).
 func (s *Server) Arm(f Fault) (int, error) {
+	f.Provider = accountName(f.Provider) // an API variant's faults are its provider's
 	if err := f.validate(); err != nil {
 		return 0, fmt.Errorf("sim: %w", err)
 	}
@@ -314,6 +315,7 @@ func (s *Server) ClearFault(id int) bool {
 // ClearFaults disarms every armed fault, hold and degradation on provider
 // ("" every provider) and returns how many it cleared.
 func (s *Server) ClearFaults(provider string) int {
+	provider = accountName(provider)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

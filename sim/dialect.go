@@ -66,6 +66,18 @@ type provider struct {
 	// limit is "Request too large" (OpenAI, Groq).
 	tokensAtAdmission bool
 	compat            *compat // OpenAI-compatible providers' data; nil for the others
+	// apis are the provider's other APIs, by their path below the prefix
+	// (OpenAI's Responses API at /responses): the same account, limits and
+	// faults, another wire dialect.
+	apis map[string]dialect
+}
+
+// dialectAt is the dialect that serves sub, the path below the prefix.
+func (p *provider) dialectAt(sub string) dialect {
+	if d, ok := p.apis[sub]; ok {
+		return d
+	}
+	return p.d
 }
 
 // providers is the provider table, in display order; providerNames
@@ -86,7 +98,8 @@ func init() {
 func providerTable() []*provider {
 	return []*provider{
 		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID,
-			failuresCount: true, tokensAtAdmission: true, compat: openAICompat},
+			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
+			apis: map[string]dialect{"/responses": responsesDialect{}}},
 		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
 			dayCountsFailures: true, dayAtMidnight: true},
@@ -132,6 +145,7 @@ const maxRequestBody = 32 << 20
 // answer or error.
 func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provider, sub string) {
 	req := &simRequest{provider: p.name}
+	pd := p.dialectAt(sub)
 	fallbackID := s.newID(p)
 	send := func(rp reply) {
 		if p.idHeader != "" {
@@ -139,11 +153,11 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		}
 		writeReply(w, rp)
 	}
-	if bad, ok := p.d.route(p, r, sub, req); !ok {
+	if bad, ok := pd.route(p, r, sub, req); !ok {
 		send(bad)
 		return
 	}
-	if bad, ok := p.d.auth(p, r, fallbackID); !ok {
+	if bad, ok := pd.auth(p, r, fallbackID); !ok {
 		send(bad)
 		return
 	}
@@ -151,11 +165,11 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			send(p.d.tooLarge(errorInfo{provider: p.name, model: req.model, requestID: fallbackID}))
+			send(pd.tooLarge(errorInfo{provider: p.name, model: req.model, requestID: fallbackID}))
 		}
 		return
 	}
-	if bad, ok := p.d.parse(p, body, r, req, fallbackID); !ok {
+	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
 		send(bad)
 		return
 	}
@@ -208,14 +222,14 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		case FaultMidStream:
 			// A plain JSON answer cannot break part-way: the failure a
 			// stream would have carried comes as the HTTP error it stands for.
-			rp := p.d.midStreamAsHTTP(d.info)
+			rp := pd.midStreamAsHTTP(d.info)
 			for k, vs := range rp.header {
 				h[k] = vs
 			}
 			writeReply(w, rp)
 			return
 		case FaultCut:
-			ct, body := p.d.answer(a)
+			ct, body := pd.answer(a)
 			cutJSON(w, ct, mustJSON(body), d.code)
 			return
 		case FaultHang:
@@ -224,13 +238,13 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 			}
 			return
 		}
-		ct, body := p.d.answer(a)
+		ct, body := pd.answer(a)
 		w.Header().Set("Content-Type", ct)
 		writeReply(w, reply{status: http.StatusOK, header: http.Header{}, body: mustJSON(body)})
 		return
 	}
 	o := newSSE(w)
-	p.d.stream(s, ctx, o, a)
+	pd.stream(s, ctx, o, a)
 }
 
 // newID makes a request id for an answer given before any decision.

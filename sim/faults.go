@@ -76,7 +76,7 @@ func knownFault(kind string) bool {
 	return false
 }
 
-func knownProvider(name string) bool { return providerOf(name) != nil }
+func knownProvider(name string) bool { return providerOf(accountName(name)) != nil }
 
 // validate checks a fault before it is queued.
 func (f Fault) validate() error {

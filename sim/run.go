@@ -13,10 +13,20 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
+// accountName is the simulated provider an API variant of the provider
+// table ("openai:responses") belongs to: its base URL, limits and faults
+// are that provider's. Any other name is returned as it is.
+func accountName(provider string) string {
+	if info, ok := stream.Provider(provider); ok && info.Account != "" {
+		return info.Account
+	}
+	return provider
+}
+
 // BaseURL returns the value of a provider's *_BASE_URL for a simulator
 // served at root (e.g. "http://127.0.0.1:8787"); "" for an unknown provider.
 func BaseURL(root, provider string) string {
-	p := providerOf(provider)
+	p := providerOf(accountName(provider))
 	if p == nil {
 		return ""
 	}

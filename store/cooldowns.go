@@ -198,33 +198,52 @@ func (s *Cooldowns) ClearAll() (int, error) {
 
 // sync writes the pending sets and clears; they stay pending on error.
 func (s *Cooldowns) sync() error {
-	s.mu.Lock()
-	mem := maps.Clone(s.mem)
-	cleared := maps.Clone(s.cleared)
-	s.mu.Unlock()
+	mem, cleared := s.pending()
 	s.file.Lock()
 	defer s.file.Unlock()
 	err := update(s.path, s.timeout, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bCooldowns)
-		for scope := range cleared {
-			if err := b.Delete([]byte(scope)); err != nil {
-				return err
-			}
-		}
-		for _, c := range mem {
-			v, err := encodeCooldown(&c)
-			if err != nil {
-				return err
-			}
-			if err := b.Put([]byte(c.Scope), v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeCooldowns(tx, mem, cleared)
 	})
 	if err != nil {
 		return fmt.Errorf("save cooldowns (kept in memory): %w", err)
 	}
+	s.saved(mem, cleared)
+	return nil
+}
+
+// pending returns copies of the sets and clears not yet written.
+func (s *Cooldowns) pending() (map[string]retry.Cooldown, map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.mem), maps.Clone(s.cleared)
+}
+
+// writeCooldowns writes sets and clears in tx.
+func writeCooldowns(tx *bolt.Tx, mem map[string]retry.Cooldown, cleared map[string]bool) error {
+	b := tx.Bucket(bCooldowns)
+	if b == nil {
+		return errors.New("cooldowns bucket missing")
+	}
+	for scope := range cleared {
+		if err := b.Delete([]byte(scope)); err != nil {
+			return fmt.Errorf("clear cooldown: %w", err)
+		}
+	}
+	for _, c := range mem {
+		v, err := encodeCooldown(&c)
+		if err != nil {
+			return err
+		}
+		if err := b.Put([]byte(c.Scope), v); err != nil {
+			return fmt.Errorf("write cooldown: %w", err)
+		}
+	}
+	return nil
+}
+
+// saved forgets the sets and clears written (or journaled), unless they
+// changed since.
+func (s *Cooldowns) saved(mem map[string]retry.Cooldown, cleared map[string]bool) {
 	s.mu.Lock()
 	s.snap = nil
 	for k, c := range mem {
@@ -238,11 +257,15 @@ func (s *Cooldowns) sync() error {
 		}
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // List returns every recorded cooldown, active or not, sorted by scope.
+// Journaled cooldowns are merged first when the file is free (see
+// MergeJournals).
 func (s *Cooldowns) List() ([]retry.Cooldown, error) {
+	s.file.Lock()
+	_ = MergeJournals(s.path, time.Nanosecond)
+	s.file.Unlock()
 	out, err := s.read()
 	if err != nil {
 		return nil, fmt.Errorf("list cooldowns: %w", err)

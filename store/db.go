@@ -6,7 +6,27 @@
 // terminals share it. A Recorder queues the engine's events and commits them
 // in batches (and at every call's end) off the caller's path; when the file
 // stays locked it warns once and keeps the events in memory until a later
-// try succeeds, and at exit Close retries until its deadline.
+// try succeeds.
+//
+// At exit, Close waits for the lock only briefly (Options.JournalAfter,
+// 500ms): under contention each writer must get the exclusive lock and
+// commit in turn, and 200 `send`s with 2 MB prompts cannot all do so in the
+// 10 s a command allows. A recorder that cannot get it writes what is queued
+// to a journal of its own, <db>.journal/<pid>-<random>.jrnl (mode 0600 in a
+// 0700 directory; the same data the history would hold, no prompt or answer
+// with --no-content, messages scrubbed as in the history). The file is
+// written under a temporary name, synced, renamed and its directory synced;
+// its records are length-prefixed and CRC-32C checked and end in an end
+// record, so a journal cut short or damaged is never applied, not even in
+// part (it is left where it is). Every writer that holds the lock (any
+// Recorder commit, cooldown write or prune) first merges complete journals
+// in a transaction of their own (up to 32 MiB of them per commit), and every
+// Reader query merges them all when the lock is free at that instant. A
+// merge records the journal's name in the meta bucket before the file is
+// deleted, so a journal merged twice adds nothing twice. Only when the
+// journal cannot be written either (a full disk, a read-only directory)
+// does Close keep retrying the file until its deadline and report what it
+// could not save.
 //
 // A damaged file never takes the process down: before bbolt maps a file its
 // meta pages, root and free list (and, for a small file, every tree link and
@@ -316,13 +336,35 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 }
 
 // updateCtx is update whose wait for the lock lasts until ctx ends when ctx
-// has a deadline (see openDBCtx).
+// has a deadline (see openDBCtx). Once the file is held, its journals (see
+// JournalDir) are merged first, in a transaction of their own, so that a
+// journal that cannot be applied never stops fn's commit (it stays for a
+// later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
 	db, err := openDBCtx(ctx, path, true, timeout)
 	if err != nil {
 		return err
 	}
-	err = guard(path, func() error {
+	if journalWork(path) {
+		var m *journalMerge
+		if updateTx(db, path, func(tx *bolt.Tx) (err error) {
+			m, err = mergeJournals(tx, path, journalMergeBudget)
+			return err
+		}) == nil {
+			m.done()
+		}
+	}
+	err = updateTx(db, path, fn)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close history: %w", cerr)
+	}
+	return err
+}
+
+// updateTx runs fn in one write transaction of db, on a file made ready
+// for it (prepareWrite).
+func updateTx(db *bolt.DB, path string, fn func(tx *bolt.Tx) error) error {
+	return guard(path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if err := prepareWrite(tx, path); err != nil {
 				return err
@@ -330,10 +372,6 @@ func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(
 			return fn(tx)
 		})
 	})
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close history: %w", cerr)
-	}
-	return err
 }
 
 // view runs fn in one read transaction. A missing file is an empty history:

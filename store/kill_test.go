@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		contendChild(path)
 		os.Exit(0)
 	}
+	if path := os.Getenv(journalKillEnv); path != "" {
+		journalKillChild(path)
+		os.Exit(0)
+	}
 	if path := os.Getenv(fullEnv); path != "" {
 		fullDiskChild(path)
 		os.Exit(0)

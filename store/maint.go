@@ -226,12 +226,7 @@ func Compact(ctx context.Context, path string, timeout time.Duration) (CompactRe
 	return res, nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-}
+func syncDir(dir string) { _ = syncDirErr(dir) }
 
 // RepairResult reports what repair copied and what it could not, by kind
 // (the bucket names: "calls", "sessions", "attempts", "text", "cooldowns").
@@ -491,6 +486,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	data := map[string][]rec{}
 	seqs := map[string]uint64{}
 	var schema []byte
+	var markers []kv
 	if src != nil {
 		// bbolt trusts the tree's links: a cycle would send its cursor
 		// round for ever. Walk the branches first; a bad tree is left to
@@ -513,6 +509,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 						foreign = true
 					}
 					schema = slices.Clone(m.Get(metaSchema))
+					markers = journalMarkers(m)
 				} else {
 					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 						if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
@@ -612,6 +609,11 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	err = dst.Update(func(tx *bolt.Tx) error {
 		if err := prepareWrite(tx, tmp); err != nil {
 			return err
+		}
+		for _, kv := range markers { // journals merged before stay merged
+			if err := tx.Bucket(bMeta).Put(kv.k, kv.v); err != nil {
+				return err
+			}
 		}
 		if len(schema) > 0 {
 			if v, n := binary.Uvarint(schema); n > 0 && v <= SchemaVersion {

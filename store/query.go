@@ -20,12 +20,21 @@ import (
 )
 
 // Reader runs queries on a history file. Each query opens the file
-// read-only for one transaction and closes it.
+// read-only for one transaction and closes it; first, when journals wait
+// beside the file and its lock is free, it merges them (see JournalDir).
 type Reader struct {
 	Path        string
 	LockTimeout time.Duration // default 2s
 
 	chunk int // calls per read transaction of Stats (default statsChunk)
+}
+
+// view merges the file's journals if its lock is free this instant (a
+// writer that holds it merges them itself), then runs fn in one read
+// transaction.
+func (r *Reader) view(fn func(tx *bolt.Tx) error) error {
+	_ = MergeJournals(r.Path, time.Nanosecond)
+	return view(r.Path, r.LockTimeout, fn)
 }
 
 // Filter selects calls. Zero fields match everything.
@@ -171,7 +180,7 @@ var ErrNotFound = errors.New("no such call")
 // List returns calls newest first, decoding only their summaries.
 func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 	var out []Call
-	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+	err := r.view(func(tx *bolt.Tx) error {
 		if tx == nil {
 			return nil
 		}
@@ -278,7 +287,7 @@ func lookupKey(tx *bolt.Tx, id uint32) ([]byte, error) {
 // short id from List, or the engine's call id.
 func (r *Reader) Show(ctx context.Context, id string) (*Call, error) {
 	var out *Call
-	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+	err := r.view(func(tx *bolt.Tx) error {
 		if tx == nil {
 			return fmt.Errorf("call %s: %w", id, ErrNotFound)
 		}
@@ -548,7 +557,7 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 	for {
 		n, done := 0, false
 		var last []byte
-		err = view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		err = r.view(func(tx *bolt.Tx) error {
 			if tx == nil || tx.Bucket(bCalls) == nil {
 				done = true
 				return nil
@@ -644,7 +653,7 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 		n := 0
 		var last []byte
 		done := false
-		err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+		err := r.view(func(tx *bolt.Tx) error {
 			if tx == nil || tx.Bucket(bCalls) == nil {
 				done = true
 				return nil
@@ -735,7 +744,7 @@ func fillText(text *bolt.Bucket, k, v []byte, call *Call) {
 // Session returns one stored session by id.
 func (r *Reader) Session(ctx context.Context, id uint32) (*Session, error) {
 	var out *Session
-	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+	err := r.view(func(tx *bolt.Tx) error {
 		if tx == nil || tx.Bucket(bSessions) == nil {
 			return nil
 		}
@@ -765,7 +774,7 @@ func (r *Reader) Session(ctx context.Context, id uint32) (*Session, error) {
 // Sessions returns the stored sessions, newest first.
 func (r *Reader) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	var out []Session
-	err := view(r.Path, r.LockTimeout, func(tx *bolt.Tx) error {
+	err := r.view(func(tx *bolt.Tx) error {
 		if tx == nil || tx.Bucket(bSessions) == nil {
 			return nil
 		}

@@ -38,6 +38,10 @@ type Options struct {
 	// the file, so a call's start does not open it (default 1s; negative:
 	// read every time). Another process's new cooldown is seen this late.
 	CooldownCache time.Duration
+	// JournalAfter is how long Close waits for the file's lock before it
+	// writes what is queued to a journal instead (default 500ms; see
+	// JournalDir). The journal is merged by the next writer.
+	JournalAfter time.Duration
 }
 
 func (o *Options) fill() {
@@ -64,6 +68,9 @@ func (o *Options) fill() {
 	}
 	if o.CooldownCache == 0 {
 		o.CooldownCache = time.Second
+	}
+	if o.JournalAfter <= 0 {
+		o.JournalAfter = 500 * time.Millisecond
 	}
 }
 
@@ -119,6 +126,11 @@ type Recorder struct {
 	infos  map[string]*retry.Call // from RecordCall, until the call's first event
 	closed bool
 	warned bool // the last commit failed, and OnWarn was told
+	// journal is the journal Close wrote ("" if none): the recorder is then
+	// spent, and later events are dropped (the journal's merge decides
+	// their calls' records).
+	journal string
+	cools   []*Cooldowns // handed out by Cooldowns: their unsaved changes go with the commits
 
 	commitMu   sync.Mutex // one commit at a time
 	sessDirty  bool       // the session's end is not written yet (guarded by mu)
@@ -156,9 +168,22 @@ func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 func (r *Recorder) Path() string { return r.path }
 
 // Cooldowns returns the file's cooldowns, sharing this recorder's file
-// access so the two never wait on each other's lock.
+// access so the two never wait on each other's lock. A cooldown that could
+// not be written when it was set is written with the recorder's next
+// commit, or journaled by Close.
 func (r *Recorder) Cooldowns() *Cooldowns {
-	return &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}, ttl: r.opts.CooldownCache}
+	c := &Cooldowns{path: r.path, timeout: r.opts.LockTimeout, now: r.opts.Now, file: r.file, mem: map[string]retry.Cooldown{}, ttl: r.opts.CooldownCache}
+	r.mu.Lock()
+	r.cools = append(r.cools, c)
+	r.mu.Unlock()
+	return c
+}
+
+// Journal is the journal Close wrote, "" when everything was committed.
+func (r *Recorder) Journal() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.journal
 }
 
 // Record queues one event. Text events are not stored one by one (the
@@ -217,6 +242,10 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 	}
 	ev.Chain = slices.Clone(ev.Chain)
 	r.mu.Lock()
+	if r.journal != "" {
+		r.mu.Unlock()
+		return
+	}
 	if c == nil && len(r.infos) > 0 {
 		if reg, ok := r.infos[ev.CallID]; ok {
 			c = reg
@@ -262,15 +291,23 @@ func (r *Recorder) Flush(ctx context.Context) error {
 }
 
 // Close stops the background writer, then commits what is queued with the
-// session's end, retrying a locked file until ctx ends (see Flush). Events
-// it could not commit are reported as an error and kept: a later Flush or
-// Close tries again.
+// session's end. When the file stays locked for Options.JournalAfter (other
+// writers hold it, or ctx ends sooner), what is queued is written to a
+// journal beside the file instead (see JournalDir), which the next writer
+// merges; Close then returns nil. Only when the journal fails too (a full
+// disk, a read-only directory) does it keep retrying the locked file until
+// ctx ends (see Flush). Any other failure (a corrupt or newer file, a full
+// disk) returns at once. Events it could not save are reported as an error
+// and kept: a later Flush or Close tries again.
 func (r *Recorder) Close(ctx context.Context) error {
 	// The session's end first: a commit of the background writer that is
 	// waiting for the lock then writes it too, in the same transaction.
 	r.mu.Lock()
-	r.session.Ended = r.opts.Now()
-	r.sessDirty = true
+	spent := r.journal != ""
+	if !spent {
+		r.session.Ended = r.opts.Now()
+		r.sessDirty = true
+	}
 	r.mu.Unlock()
 	r.stopOnce.Do(func() {
 		r.mu.Lock()
@@ -279,15 +316,128 @@ func (r *Recorder) Close(ctx context.Context) error {
 		close(r.stop)
 		<-r.loopDone
 	})
-	err := r.Flush(ctx)
+	if spent {
+		return nil
+	}
+	short, cancel := context.WithTimeout(ctx, r.opts.JournalAfter)
+	err := r.Flush(short)
+	cancel()
+	if err == nil && r.Pending() == 0 {
+		return nil
+	}
+	var jerr error
+	if errors.Is(err, ErrLocked) {
+		if jerr = r.writeJournal(); jerr == nil {
+			return nil
+		}
+		err = r.Flush(ctx)
+	}
 	if n := r.Pending(); n > 0 {
+		if jerr != nil {
+			return fmt.Errorf("history: %d events not saved (kept in memory; %v): %w", n, jerr, err)
+		}
 		return fmt.Errorf("history: %d events not saved (kept in memory): %w", n, err)
 	}
 	return err
 }
 
+// writeJournal writes every queued event, with the state of the calls
+// already committed and the unsaved cooldowns, to a new journal. On
+// success the queue is empty and the recorder spent.
+func (r *Recorder) writeJournal() error {
+	r.commitMu.Lock()
+	defer r.commitMu.Unlock()
+	r.mu.Lock()
+	items := r.queue
+	r.queue = queue{free: items.free}
+	items.free = nil
+	r.flying = items.n
+	h := journalHeader{Info: r.info, Session: r.session, SessionKey: r.sessionKey, Written: r.opts.Now()}
+	cools := slices.Clone(r.cools)
+	r.mu.Unlock()
+	restore := func() {
+		r.mu.Lock()
+		r.queue.prepend(&items)
+		r.flying = 0
+		r.mu.Unlock()
+	}
+	if h.SessionKey == nil && h.Session.Ended.IsZero() && items.n == 0 {
+		restore()
+		return nil
+	}
+	for id, cs := range r.calls {
+		h.Calls = append(h.Calls, journalCall{ID: id, Key: cs.key, Rec: cs.rec})
+	}
+	pends := pendingCooldowns(cools)
+	for _, p := range pends {
+		for _, cd := range p.mem {
+			h.Cooldowns = append(h.Cooldowns, cd)
+		}
+		for scope := range p.cleared {
+			h.Cleared = append(h.Cleared, scope)
+		}
+	}
+	jitems := make([]journalItem, 0, items.n)
+	for it := range items.all() {
+		jitems = append(jitems, journalItemOf(it, r.info.NoContent))
+	}
+	data, err := encodeJournal(&h, jitems)
+	var name string
+	if err == nil {
+		name, err = writeJournal(r.path, data)
+	}
+	if err != nil {
+		restore()
+		return fmt.Errorf("journal: %w", err)
+	}
+	r.mu.Lock()
+	r.queue.recycle(&items)
+	r.flying = 0
+	r.sessDirty = false
+	r.journal = name
+	r.mu.Unlock()
+	savedCooldowns(pends)
+	return nil
+}
+
+// cooldownChanges are one Cooldowns' sets and clears not yet written.
+type cooldownChanges struct {
+	c       *Cooldowns
+	mem     map[string]retry.Cooldown
+	cleared map[string]bool
+}
+
+// pendingCooldowns collects the unsaved changes of cools.
+func pendingCooldowns(cools []*Cooldowns) []cooldownChanges {
+	var out []cooldownChanges
+	for _, c := range cools {
+		if mem, cleared := c.pending(); len(mem)+len(cleared) > 0 {
+			out = append(out, cooldownChanges{c, mem, cleared})
+		}
+	}
+	return out
+}
+
+// savedCooldowns tells each Cooldowns that its changes were written.
+func savedCooldowns(pends []cooldownChanges) {
+	for _, p := range pends {
+		p.c.saved(p.mem, p.cleared)
+	}
+}
+
 func (r *Recorder) loop() {
 	defer close(r.loopDone)
+	// Close ends a commit that waits for the lock at once: Close then
+	// makes its own try, and journals.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// Since Go 1.23 Reset never delivers a stale tick.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -346,7 +496,7 @@ func (r *Recorder) loop() {
 			}
 			continue
 		}
-		err := r.commit(context.Background(), r.opts.LockTimeout)
+		err := r.commit(ctx, r.opts.LockTimeout)
 		if err != nil {
 			if !failing {
 				retryWait = r.opts.RetryDelay
@@ -388,8 +538,10 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	defer r.commitMu.Unlock()
 	r.mu.Lock()
 	work := r.queue.n > 0 || (r.sessDirty && r.sessionKey != nil)
+	cools := slices.Clone(r.cools)
 	r.mu.Unlock()
-	if !work {
+	pends := pendingCooldowns(cools)
+	if !work && len(pends) == 0 {
 		return nil
 	}
 	var items queue
@@ -399,6 +551,11 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	var wroteEnd bool
 	r.file.Lock()
 	err := updateCtx(ctx, r.path, timeout, func(tx *bolt.Tx) error {
+		for _, p := range pends {
+			if err := writeCooldowns(tx, p.mem, p.cleared); err != nil {
+				return err
+			}
+		}
 		if !taken {
 			r.mu.Lock()
 			items = r.queue
@@ -410,12 +567,15 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 			taken = true
 		}
 		var err error
-		touched, sessionKey, wroteEnd, err = r.apply(tx, &items)
+		touched, sessionKey, wroteEnd, err = r.apply(tx, &items, false)
 		return err
 	})
 	r.file.Unlock()
 	r.mu.Lock()
-	warn := err != nil && !r.warned
+	// A wait Close cut short (the background commit's, or its own short try
+	// before it journals) is not worth a warning: Close says what it could
+	// not save.
+	warn := err != nil && !r.warned && !(r.closed && ctx.Err() != nil)
 	r.warned = err != nil
 	r.mu.Unlock()
 	if warn && r.opts.OnWarn != nil {
@@ -430,6 +590,7 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 		}
 		return err
 	}
+	savedCooldowns(pends)
 	r.mu.Lock()
 	r.queue.recycle(&items)
 	r.flying = 0
@@ -451,8 +612,10 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 }
 
 // apply turns a batch of events into records in tx. It changes no recorder
-// state: the touched calls are returned and kept only if tx commits.
-func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*callState, sessKey []byte, wroteEnd bool, err error) {
+// state: the touched calls are returned and kept only if tx commits. A
+// journal's replay (fromJournal) leaves dead processes' calls to the
+// merging recorder's own first commit.
+func (r *Recorder) apply(tx *bolt.Tx, items *queue, fromJournal bool) (touchedCalls map[string]*callState, sessKey []byte, wroteEnd bool, err error) {
 	sessions, calls := bucket(tx, bSessions), bucket(tx, bCalls)
 	ids, attempts, text := bucket(tx, bIDs), bucket(tx, bAttempts), bucket(tx, bText)
 	noContent := r.info.NoContent
@@ -463,8 +626,10 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue) (touchedCalls map[string]*ca
 	r.mu.Unlock()
 	if sessionKey == nil {
 		// The first commit: close what dead processes left running.
-		if _, err := closeInterrupted(tx, r.session.Boot); err != nil {
-			return nil, nil, false, err
+		if !fromJournal {
+			if _, err := closeInterrupted(tx, r.session.Boot); err != nil {
+				return nil, nil, false, err
+			}
 		}
 		seq, err := sessions.NextSequence()
 		if err != nil {

@@ -54,6 +54,7 @@ var dialects = map[Dialect]*dialectSpec{
 	DialectOpenAI:    openaiDialect,
 	DialectAnthropic: anthropicDialect,
 	DialectGemini:    geminiDialect,
+	DialectResponses: responsesDialect,
 }
 
 // spec returns the provider's dialect (OpenAI-compatible when the table

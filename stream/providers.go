@@ -16,7 +16,13 @@ const (
 	DialectOpenAI    Dialect = "openai"    // Chat Completions and every OpenAI-compatible API
 	DialectAnthropic Dialect = "anthropic" // Messages
 	DialectGemini    Dialect = "gemini"    // generateContent
+	DialectResponses Dialect = "responses" // OpenAI's Responses API
 )
+
+// VariantSep separates a provider from its API variant in a provider name:
+// "openai:responses" is the openai account spoken to through the Responses
+// API (a target "openai:responses/gpt-5.4-mini").
+const VariantSep = ":"
 
 // ProviderInfo is one row of the provider table: every fact limitscope
 // knows about a provider, so that no code outside the table asks for a
@@ -51,6 +57,20 @@ type ProviderInfo struct {
 	// RequestIDHeader is the response header carrying the request id (""
 	// = the dialect's: x-request-id, Anthropic's request-id).
 	RequestIDHeader string
+
+	// Account names the row whose account this row uses ("" = its own):
+	// an API variant ("openai:responses") shares the provider's key, base
+	// URL, limits and account-wide cooldowns.
+	Account string
+}
+
+// AccountName is the provider whose account the row's calls spend: Account,
+// else the row's own name.
+func (p ProviderInfo) AccountName() string {
+	if p.Account != "" {
+		return p.Account
+	}
+	return p.Name
 }
 
 // providers is the provider table; it is never written after init.
@@ -71,6 +91,10 @@ var providers = []ProviderInfo{
 		NoStreamOptions: true},
 	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
 		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}},
+	// API variants: last, so that the console's default chain (the first
+	// three available rows) and bare model names keep their providers.
+	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
+		DefaultModel: "gpt-5.4-mini"},
 }
 
 func lookupProvider(name string) (ProviderInfo, bool) {
@@ -103,6 +127,21 @@ func ProviderForModel(model string) (ProviderInfo, bool) {
 		}
 	}
 	return ProviderInfo{}, false
+}
+
+// variantsOf lists the API variants of provider base ("openai:responses"),
+// or "none".
+func variantsOf(base string) []string {
+	var out []string
+	for _, p := range providers {
+		if p.Account == base && strings.HasPrefix(p.Name, base+VariantSep) {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out
 }
 
 // Providers returns every known provider, in a fixed order.

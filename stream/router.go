@@ -30,7 +30,8 @@ func (r Router) Do(ctx context.Context, req Request, onText func(string)) Result
 }
 
 // Scope returns the cooldown key of a quota stop: "account:<provider>:<key
-// fingerprint>" for ScopeAccount (never the key itself),
+// fingerprint>" for ScopeAccount (the provider whose account it is:
+// "openai" for "openai:responses" too) (never the key itself),
 // "target:<provider>/<model>" for ScopeTarget, "" otherwise. When the
 // provider's endpoint last answered as a limitscope simulator (with
 // SimInstanceHeader), the key is prefixed "sim:<instance>:": a simulated
@@ -42,7 +43,8 @@ func (r Router) Scope(t Target, s Scope) string {
 	var key string
 	switch s {
 	case ScopeAccount:
-		key = "account:" + t.Provider + ":" + ep.Key.Fingerprint()
+		// An API variant's calls spend its provider's account.
+		key = "account:" + providerRow(t.Provider).AccountName() + ":" + ep.Key.Fingerprint()
 	case ScopeTarget:
 		key = "target:" + t.String()
 	default:

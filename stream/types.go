@@ -66,7 +66,9 @@ type Target struct {
 func (t Target) String() string { return t.Provider + "/" + t.Model }
 
 // ParseTarget parses "provider/model". The model may itself contain slashes
-// (e.g. "groq/meta-llama/llama-4"). The provider must be a known one.
+// (e.g. "groq/meta-llama/llama-4"). The provider must be a known one; a
+// provider's second API is a variant after a colon, itself a row of the
+// provider table ("openai:responses/gpt-5.4-mini").
 func ParseTarget(s string) (Target, error) {
 	p, m, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok || p == "" || m == "" {
@@ -74,6 +76,9 @@ func ParseTarget(s string) (Target, error) {
 	}
 	p = strings.ToLower(p)
 	if _, ok := lookupProvider(p); !ok {
+		if base, variant, ok := strings.Cut(p, VariantSep); ok {
+			return Target{}, fmt.Errorf("target %q: %s has no API %q (known variants: %s)", s, base, variant, strings.Join(variantsOf(base), ", "))
+		}
 		return Target{}, fmt.Errorf("target %q: unknown provider %q (known: %s)", s, p, strings.Join(ProviderNames(), ", "))
 	}
 	return Target{Provider: p, Model: m}, nil

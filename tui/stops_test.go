@@ -144,13 +144,19 @@ func TestPausedFromPacer(t *testing.T) {
 // call) is WAITING with its source, not PAUSED for a limit reset.
 func TestServerHoldIsWaiting(t *testing.T) {
 	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{anthropic: {HoldUntil: t0.Add(30 * time.Second), Known: true,
-		HoldSource: stream.SourceRetryAfter}}}
+		HoldSource: stream.SourceRetryAfter, HoldAsked: time.Minute}}}
 	h := newHarness(t, 120, 40, Options{TargetState: es.state})
 	h.do(h.m.Init())
 	h.until("the state", func() bool { return strings.Contains(h.screen(), "WAITING") })
 	s := h.screen()
 	if strings.Contains(s, "PAUSED") || !strings.Contains(s, "the server asked to wait") {
 		t.Errorf("a server's hold shown as a limit pause, or without its source:\n%s", s)
+	}
+	// Half of a 60s wait is left: the bar is not full.
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "30s left") && !strings.Contains(l, "░") {
+			t.Errorf("the countdown bar is full with half the server's wait gone: %q", l)
+		}
 	}
 }
 
@@ -308,4 +314,21 @@ func TestFailOverDuringStream(t *testing.T) {
 	if len(h.runner.Calls()) != 1 {
 		t.Errorf("%d calls", len(h.runner.Calls()))
 	}
+}
+
+// An account stop met through an API variant (openai:responses) stops the
+// provider's other targets too: they share the key.
+func TestAccountStopThroughAVariant(t *testing.T) {
+	cd := retry.Cooldown{Scope: "account:openai:abc", Target: "openai:responses/gpt-5.4-mini", Since: t0, Code: "insufficient_quota",
+		Message: "You exceeded your current quota"}
+	h := newHarness(t, 120, 40, Options{Cooldowns: []retry.Cooldown{cd}})
+	h.do(h.m.Init())
+	h.until("the stop", func() bool {
+		for _, l := range strings.Split(h.screen(), "\n") {
+			if strings.Contains(l, "1 openai/gpt-5.4-mini") {
+				return strings.Contains(l, "STOPPED")
+			}
+		}
+		return false
+	})
 }

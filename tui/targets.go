@@ -344,6 +344,9 @@ func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.T
 				s.waitUntil = h
 			case server:
 				s.waitFrom, s.waitUntil, s.paused = now, h, false
+				if a := ts.Pace.HoldAsked; a > 0 && h.Add(-a).Before(now) {
+					s.waitFrom = h.Add(-a) // the bar shows how much of the server's wait is left
+				}
 				s.waitWhy = "the server asked to wait (" + string(ts.Pace.HoldSource) + ")"
 			default:
 				s.waitFrom, s.waitUntil, s.paused = now, h, true
@@ -395,13 +398,25 @@ func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
 			t := s.info.Target
 			switch {
 			case strings.HasSuffix(c.Scope, t.String()),
-				err == nil && ct.Provider == t.Provider && !strings.Contains(c.Scope, "/"):
+				err == nil && sameAccount(ct.Provider, t.Provider) && !strings.Contains(c.Scope, "/"):
 				p.stop(t, words, c.Until)
 				cp := c
 				s.cooldown = &cp
 			}
 		}
 	}
+}
+
+// sameAccount reports whether two providers' targets share one account
+// (the provider table's Account column: an API variant shares its
+// provider's key, so an account stop met through one stops both).
+func sameAccount(a, b string) bool {
+	pa, oka := stream.Provider(a)
+	pb, okb := stream.Provider(b)
+	if !oka || !okb {
+		return a == b
+	}
+	return pa.AccountName() == pb.AccountName()
 }
 
 // callEnd applies a call's end: a cooldown stop and the end of the call's
