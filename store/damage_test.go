@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -155,18 +157,71 @@ func exercise(t *testing.T, path string) (errs []error) {
 // TestDamagedHistoryNeverKills breaks a real history file in over a hundred
 // deterministic ways; every store call used by send, the console and
 // `history` returns (no fault, no panic), and repair recovers every record
-// of every intact leaf page.
+// of every intact leaf page. The file differs per run (sessions record the
+// pid, start time and wall clock; commits batch by time), so the same flips
+// land on other bytes: set LIMITSCOPE_DAMAGE_KEEP to a directory to keep the
+// base file of a failing run (gzipped), then add it to testdata/damage.
 func TestDamagedHistoryNeverKills(t *testing.T) {
-	orig, raw := damagedHistory(t)
+	_, raw := damagedHistory(t)
+	damageAll(t, raw)
+	if dir := os.Getenv("LIMITSCOPE_DAMAGE_KEEP"); dir != "" && t.Failed() {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(raw)
+		_ = zw.Close()
+		name := filepath.Join(dir, fmt.Sprintf("base-%d.db.gz", time.Now().UnixNano()))
+		if err := os.WriteFile(name, buf.Bytes(), 0o600); err != nil {
+			t.Error(err)
+		}
+		t.Logf("base file kept in %s", name)
+	}
+}
+
+// TestDamagedHistoryRegressions runs the damage corpus on base files of
+// earlier failing runs of TestDamagedHistoryNeverKills (testdata/damage).
+func TestDamagedHistoryRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no base files in testdata/damage (%v)", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			gz, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(gz))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damageAll(t, raw)
+		})
+	}
+}
+
+// damageAll runs the damage corpus on the healthy history file raw.
+func damageAll(t *testing.T, raw []byte) {
+	t.Helper()
 	const ps = 4096
+	orig := filepath.Join(t.TempDir(), "orig.db")
+	if err := os.WriteFile(orig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	live := livePages(t, orig, raw, ps)
 	corpus := damageCorpus(raw, ps)
 	if len(corpus) < 100 {
 		t.Fatalf("only %d damages", len(corpus))
 	}
 	dir := t.TempDir()
-	failedRepairs := 0
+	only := os.Getenv("LIMITSCOPE_DAMAGE_ONLY") // one damage's name, to debug it
 	for i, d := range corpus {
+		if only != "" && d.name != only {
+			continue
+		}
 		path := filepath.Join(dir, fmt.Sprintf("d%03d", i), "history.db")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
@@ -191,7 +246,6 @@ func TestDamagedHistoryNeverKills(t *testing.T) {
 				return Repair(context.Background(), path, t0, 50*time.Millisecond)
 			}()
 			if err != nil {
-				failedRepairs++
 				t.Fatalf("repair: %v", err)
 			}
 			checkRepaired(t, path, bad, live, ps, res)

@@ -362,18 +362,7 @@ func missingPages(path string) int {
 	}
 	head := make([]byte, 2*maxPageSize)
 	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	best := boltMeta{}
-	for ps := minPageSize; ps <= maxPageSize; ps <<= 1 {
-		for _, off := range []int{0, ps} {
-			if off+pageHeader+64 > len(head) {
-				continue
-			}
-			if m := parseMeta(head[off:]); m.valid && int(m.pageSize) == ps && m.txid >= best.txid {
-				best = m
-			}
-		}
-	}
+	best := newestMeta(head[:n])
 	if !best.valid {
 		return 0
 	}
@@ -396,39 +385,6 @@ func looksLikeHistory(path string) bool {
 	}
 	found, _, err := salvage(path, nil)
 	return err == nil && (len(found[string(bCalls)]) > 0 || len(found[string(bSessions)]) > 0)
-}
-
-// freePages returns the pages bbolt's free list names, or nil when it cannot
-// be read.
-func freePages(path string) (free map[int]bool) {
-	defer func() {
-		if recover() != nil {
-			free = nil
-		}
-	}()
-	if checkFile(path) != nil {
-		return nil
-	}
-	db, err := safeOpen(path, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: time.Nanosecond, NoStatistics: true})
-	if err != nil {
-		return nil
-	}
-	defer db.Close()
-	free = map[int]bool{}
-	_ = faultSafe(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			for id := 2; ; id++ {
-				p, err := tx.Page(id)
-				if err != nil || p == nil {
-					return err
-				}
-				if p.Type == "free" {
-					free[id] = true
-				}
-			}
-		})
-	})
-	return free
 }
 
 // looksLikeBolt reports whether a bbolt meta page's magic number is where
@@ -567,13 +523,12 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	}
 	{
 		// Read every page directly too: a damaged branch can hide intact
-		// leaves from bbolt's walk without an error. Known free pages are
-		// left out (they hold deleted records).
-		var free map[int]bool
-		if src != nil {
-			free = freePages(path)
-		}
-		found, damaged, err := salvage(path, free)
+		// leaves from bbolt's walk without an error. Pages on the free list
+		// are left out (they hold deleted records and older copies). A copy
+		// from an intact live page wins over bbolt's (the same page, unless
+		// bbolt read another copy), which wins over any other copy: an
+		// older copy on a page no live tree reaches, or a damaged page.
+		found, damaged, err := salvageCandidates(path, nil)
 		if err != nil {
 			res.Problems = append(res.Problems, "salvage: "+err.Error())
 		}
@@ -583,14 +538,18 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		}
 		for _, name := range allBuckets[1:] {
 			bname := string(name)
-			have := map[string]bool{}
-			for _, r := range data[bname] {
-				have[string(r.k)] = true
+			have := map[string]int{}
+			for i, r := range data[bname] {
+				have[string(r.k)] = i
 			}
-			for k, v := range found[bname] {
-				if !have[k] {
-					data[bname] = append(data[bname], rec{[]byte(k), v})
+			for k, c := range found[bname] {
+				i, ok := have[k]
+				switch {
+				case !ok:
+					data[bname] = append(data[bname], rec{[]byte(k), c.v})
 					res.Salvaged[bname]++
+				case c.trust > trustWalk:
+					data[bname][i].v = c.v
 				}
 			}
 			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
