@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,7 +191,7 @@ func TestDamagedHistoryRegressions(t *testing.T) {
 }
 
 // readBase reads a gzipped base file of testdata/damage.
-func readBase(t *testing.T, name string) []byte {
+func readBase(t testing.TB, name string) []byte {
 	t.Helper()
 	gz, err := os.ReadFile(name)
 	if err != nil {
@@ -272,7 +273,17 @@ type liveRecord struct {
 }
 
 // livePages lists every record of the healthy file with its page.
-func livePages(t *testing.T, path string, raw []byte, ps int) []liveRecord {
+func livePages(t testing.TB, path string, raw []byte, ps int) []liveRecord {
+	t.Helper()
+	out := liveRecords(t, path, raw, ps)
+	if len(out) < 100 {
+		t.Fatalf("only %d live records found", len(out))
+	}
+	return out
+}
+
+// liveRecords is livePages for a file of any size.
+func liveRecords(t testing.TB, path string, raw []byte, ps int) []liveRecord {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -315,9 +326,6 @@ func livePages(t *testing.T, path string, raw []byte, ps int) []liveRecord {
 	})
 	if !errors.Is(err, errDone) {
 		t.Fatal(err)
-	}
-	if len(out) < 100 {
-		t.Fatalf("only %d live records found", len(out))
 	}
 	return out
 }
@@ -413,126 +421,49 @@ func TestPrunedRecordsAreUnrecoverable(t *testing.T) {
 	}
 }
 
-// FuzzDamagedFile flips bytes of a real history file and truncates it:
-// checkFile, every read and repair return without a panic or a fault.
+// FuzzDamagedFile flips bytes of real history files and truncates them:
+// checkFile, every read and repair return without a panic or a fault. On a
+// history whose buckets have their own pages (a fixed base file of
+// testdata/damage), repair also keeps every record of an intact page.
 func FuzzDamagedFile(f *testing.F) {
-	path := fuzzSeedFile(f)
-	raw, err := os.ReadFile(path)
+	small, err := os.ReadFile(fuzzSeedFile(f))
 	if err != nil {
 		f.Fatal(err)
 	}
+	bases, _ := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
+	if len(bases) == 0 {
+		f.Fatal("no base file in testdata/damage")
+	}
+	slices.Sort(bases)
+	big := readBase(f, bases[0])
+	bigPath := filepath.Join(f.TempDir(), "big.db")
+	if err := os.WriteFile(bigPath, big, 0o600); err != nil {
+		f.Fatal(err)
+	}
+	live := livePages(f, bigPath, big, 4096)
 	f.Add(uint32(16+20), byte(0xff), uint32(0))
 	f.Add(uint32(2*4096+10), byte(0x7f), uint32(0))
 	f.Add(uint32(0), byte(0), uint32(3*4096))
 	f.Fuzz(func(t *testing.T, off uint32, flip byte, cut uint32) {
-		bad := bytes.Clone(raw)
-		bad[int(off)%len(bad)] ^= flip
-		if cut > 0 {
-			bad = bad[:int(cut)%len(bad)]
-		}
-		p := filepath.Join(t.TempDir(), "history.db")
-		if err := os.WriteFile(p, bad, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_ = checkFile(p)
-		rd := &Reader{Path: p, LockTimeout: 50 * time.Millisecond}
-		_, _ = rd.List(context.Background(), Filter{})
-		_, _ = rd.Stats(context.Background(), Filter{})
-		_ = rd.Each(context.Background(), Filter{}, false, func(*Call) error { return nil })
-		_, _ = Repair(context.Background(), p, t0, 50*time.Millisecond)
-	})
-}
-
-// When bbolt cannot open the file (here a free-list id out of the file),
-// repair takes a record from its intact live page, not from a freed page
-// that holds an older copy of the same key, even a longer one (here its
-// element's value size grown by a byte: the page still passes its checks).
-// It runs on this run's history and on the base files of testdata/damage
-// (not every layout has a text record's copy on a free page).
-func TestRepairPrefersLivePageCopy(t *testing.T) {
-	_, raw := damagedHistory(t)
-	bases := map[string][]byte{"this run": raw}
-	files, _ := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
-	for _, f := range files {
-		bases[filepath.Base(f)] = readBase(t, f)
-	}
-	tested := 0
-	for name, raw := range bases {
-		t.Run(name, func(t *testing.T) {
-			if preferLive(t, raw) {
-				tested++
+		for _, raw := range [][]byte{small, big} {
+			bad := bytes.Clone(raw)
+			bad[int(off)%len(bad)] ^= flip
+			if cut > 0 {
+				bad = bad[:int(cut)%len(bad)]
 			}
-		})
-	}
-	if tested < 2 {
-		t.Fatalf("only %d histories have a text record's copy on a free page: the test proves little", tested)
-	}
-}
-
-// preferLive runs TestRepairPrefersLivePageCopy's check on the history raw,
-// and reports whether raw has a copy to damage.
-func preferLive(t *testing.T, raw []byte) bool {
-	const ps = 4096
-	orig := filepath.Join(t.TempDir(), "orig.db")
-	if err := os.WriteFile(orig, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	meta := newestMeta(raw)
-	live, free := pageMap(raw, meta)
-	want := map[string]liveRecord{}
-	for _, r := range livePages(t, orig, raw, ps) {
-		if live[r.from/ps] && r.bucket == string(bText) {
-			want[string(r.k)] = r
-		}
-	}
-	le := binary.LittleEndian
-	var target liveRecord
-	grow := -1 // the offset of the freed copy's value size
-	for id := 2; id*ps < len(raw) && grow < 0; id++ {
-		off := id * ps
-		if !free[id] || le.Uint16(raw[off+8:]) != flagLeaf || le.Uint32(raw[off+12:]) != 0 {
-			continue
-		}
-		for i := range int(le.Uint16(raw[off+10:])) {
-			el := off + pageHeader + i*16
-			pos, ks, vs := int(le.Uint32(raw[el+4:])), int(le.Uint32(raw[el+8:])), int(le.Uint32(raw[el+12:]))
-			k := raw[el+pos : el+pos+ks]
-			if r, ok := want[string(k)]; ok && bytes.Equal(raw[el+pos+ks:el+pos+ks+vs], r.v) && el+pos+ks+vs < off+ps {
-				target, grow = r, el+12
-				break
+			p := filepath.Join(t.TempDir(), "history.db")
+			if err := os.WriteFile(p, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_ = checkFile(p)
+			rd := &Reader{Path: p, LockTimeout: 50 * time.Millisecond}
+			_, _ = rd.List(context.Background(), Filter{})
+			_, _ = rd.Stats(context.Background(), Filter{})
+			_ = rd.Each(context.Background(), Filter{}, false, func(*Call) error { return nil })
+			res, err := Repair(context.Background(), p, t0, time.Second)
+			if err == nil && len(raw) == len(big) {
+				checkRepaired(t, p, bad, live, 4096, res)
 			}
 		}
-	}
-	if grow < 0 {
-		return false
-	}
-	bad := bytes.Clone(raw)
-	le.PutUint32(bad[grow:], uint32(len(target.v)+1))
-	// One free-list id out of the file: checkFile refuses the file, so
-	// bbolt never reads it and repair relies on the pages alone.
-	fl := int(meta.freelist) * ps
-	le.PutUint64(bad[fl+pageHeader:], 1<<40)
-	path := filepath.Join(t.TempDir(), "history.db")
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if checkFile(path) == nil {
-		t.Fatal("the damaged free list passes checkFile: the test proves nothing")
-	}
-	res, err := Repair(context.Background(), path, t0, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bolt.Tx) error {
-		if got := tx.Bucket(bText).Get(target.k); !bytes.Equal(got, target.v) {
-			t.Errorf("text %x: repaired value %q, want the live page's %q (%s)", target.k, got, target.v, res.Summary())
-		}
-		return nil
 	})
-	return true
 }

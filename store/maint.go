@@ -349,7 +349,8 @@ func lostRecords(calls, sessions, attempts, text []rec) map[string]int {
 }
 
 // missingPages is how many pages the newest valid meta page names beyond the
-// file's end (0 when no meta page is valid, or none is missing).
+// file's end (0 when none is missing; without a valid meta page, 1 when the
+// file ends inside a page, else 0).
 func missingPages(path string) int {
 	f, err := os.Open(path)
 	if err != nil {
@@ -364,6 +365,11 @@ func missingPages(path string) int {
 	n, _ := io.ReadFull(f, head)
 	best := newestMeta(head[:n])
 	if !best.valid {
+		// Nothing tells how long the file was, but one that ends inside a
+		// page was cut.
+		if fi.Size()%minPageSize != 0 {
+			return 1
+		}
 		return 0
 	}
 	have := uint64(fi.Size()) / uint64(best.pageSize)
