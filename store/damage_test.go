@@ -161,16 +161,17 @@ func exercise(t *testing.T, path string) (errs []error) {
 // of every intact leaf page. The file differs per run (sessions record the
 // pid, start time and wall clock; commits batch by time), so the same flips
 // land on other bytes: set LIMITSCOPE_DAMAGE_KEEP to a directory to keep the
-// base file of a failing run (gzipped), then add it to testdata/damage.
+// base file of a failing run (gzipped, named after the damages that failed),
+// then add it to testdata/damage.
 func TestDamagedHistoryNeverKills(t *testing.T) {
 	_, raw := damagedHistory(t)
-	damageAll(t, raw)
-	if dir := os.Getenv("LIMITSCOPE_DAMAGE_KEEP"); dir != "" && t.Failed() {
+	failed := damageAll(t, raw, nil)
+	if dir := os.Getenv("LIMITSCOPE_DAMAGE_KEEP"); dir != "" && len(failed) > 0 {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
 		_, _ = zw.Write(raw)
 		_ = zw.Close()
-		name := filepath.Join(dir, fmt.Sprintf("base-%d.db.gz", time.Now().UnixNano()))
+		name := filepath.Join(dir, fmt.Sprintf("base-%d.%s.db.gz", time.Now().UnixNano(), strings.Join(failed, "+")))
 		if err := os.WriteFile(name, buf.Bytes(), 0o600); err != nil {
 			t.Error(err)
 		}
@@ -178,15 +179,22 @@ func TestDamagedHistoryNeverKills(t *testing.T) {
 	}
 }
 
-// TestDamagedHistoryRegressions runs the damage corpus on base files of
-// earlier failing runs of TestDamagedHistoryNeverKills (testdata/damage).
+// TestDamagedHistoryRegressions runs, on each base file of an earlier failing
+// run of TestDamagedHistoryNeverKills (testdata/damage/base-ID.DAMAGES.db.gz),
+// the damages that failed (DAMAGES, joined by "+").
 func TestDamagedHistoryRegressions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no base files in testdata/damage (%v)", err)
 	}
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { damageAll(t, readBase(t, f)) })
+		parts := strings.Split(strings.TrimSuffix(filepath.Base(f), ".db.gz"), ".")
+		if len(parts) != 2 || parts[1] == "" {
+			t.Fatalf("%s: want base-ID.DAMAGES.db.gz", f)
+		}
+		t.Run(parts[0], func(t *testing.T) {
+			damageAll(t, readBase(t, f), strings.Split(parts[1], "+"))
+		})
 	}
 }
 
@@ -208,8 +216,9 @@ func readBase(t testing.TB, name string) []byte {
 	return raw
 }
 
-// damageAll runs the damage corpus on the healthy history file raw.
-func damageAll(t *testing.T, raw []byte) {
+// damageAll runs the damage corpus (or the damages named in only) on the
+// healthy history file raw, and returns the names of the damages that failed.
+func damageAll(t *testing.T, raw []byte, only []string) (failed []string) {
 	t.Helper()
 	const ps = 4096
 	orig := filepath.Join(t.TempDir(), "orig.db")
@@ -222,11 +231,15 @@ func damageAll(t *testing.T, raw []byte) {
 		t.Fatalf("only %d damages", len(corpus))
 	}
 	dir := t.TempDir()
-	only := os.Getenv("LIMITSCOPE_DAMAGE_ONLY") // one damage's name, to debug it
+	if one := os.Getenv("LIMITSCOPE_DAMAGE_ONLY"); one != "" { // to debug one damage
+		only = []string{one}
+	}
+	ran := 0
 	for i, d := range corpus {
-		if only != "" && d.name != only {
+		if only != nil && !slices.Contains(only, d.name) {
 			continue
 		}
+		ran++
 		path := filepath.Join(dir, fmt.Sprintf("d%03d", i), "history.db")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
@@ -235,7 +248,7 @@ func damageAll(t *testing.T, raw []byte) {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Run(d.name, func(t *testing.T) {
+		ok := t.Run(d.name, func(t *testing.T) {
 			exercise(t, path)
 			// The recorder may have written (a flip that bbolt never
 			// reads): repair the file as the damage left it.
@@ -260,7 +273,14 @@ func damageAll(t *testing.T, raw []byte) {
 				t.Fatalf("repaired file: %v", err)
 			}
 		})
+		if !ok {
+			failed = append(failed, d.name)
+		}
 	}
+	if only != nil && ran != len(only) {
+		t.Errorf("ran %d of the damages %v", ran, only)
+	}
+	return failed
 }
 
 // liveRecord is one record of the healthy file and the leaf page (with its
