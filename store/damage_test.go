@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +30,16 @@ type damage struct {
 }
 
 // damageCorpus returns truncations at every page boundary, byte flips with
-// fixed seeds, zeroed meta pages and zeroed data pages of the file raw.
-func damageCorpus(raw []byte, ps int) []damage {
+// fixed seeds (1 to seeds), zeroed meta pages and zeroed data pages of the
+// file raw.
+func damageCorpus(raw []byte, ps, seeds int) []damage {
 	pages := len(raw) / ps
 	var out []damage
 	for p := 1; p < pages; p++ {
 		out = append(out, damage{fmt.Sprintf("truncate-at-page-%d", p), func(r []byte) []byte { return r[:p*ps] }})
 	}
 	out = append(out, damage{"truncate-mid-page", func(r []byte) []byte { return r[:len(r)-ps/2] }})
-	for seed := uint64(1); seed <= 90; seed++ {
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		out = append(out, damage{fmt.Sprintf("flip-seed-%d", seed), func(r []byte) []byte {
 			rng := rand.New(rand.NewPCG(seed, 14))
 			n := 1 + rng.IntN(8)
@@ -226,7 +228,18 @@ func damageAll(t *testing.T, raw []byte, only []string) (failed []string) {
 		t.Fatal(err)
 	}
 	live := livePages(t, orig, raw, ps)
-	corpus := damageCorpus(raw, ps)
+	// 90 flip seeds, more to explore (LIMITSCOPE_DAMAGE_SEEDS), or as many
+	// as the damages named in only need.
+	seeds := 90
+	if n, err := strconv.Atoi(os.Getenv("LIMITSCOPE_DAMAGE_SEEDS")); err == nil {
+		seeds = n
+	}
+	for _, name := range only {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "flip-seed-")); err == nil {
+			seeds = max(seeds, n)
+		}
+	}
+	corpus := damageCorpus(raw, ps, seeds)
 	if len(corpus) < 100 {
 		t.Fatalf("only %d damages", len(corpus))
 	}

@@ -566,6 +566,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	if res.MissingPages > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("the file is truncated: %d pages missing", res.MissingPages))
 	}
+	dropStrays(data, res.Skipped)
 	res.Lost = lostRecords(data[string(bCalls)], data[string(bSessions)], data[string(bAttempts)], data[string(bText)])
 
 	tmp := path + ".repair-tmp"
@@ -647,15 +648,47 @@ func validRecord(bucket, k, v []byte) bool {
 		return err == nil && len(k) == keyLen
 	case string(bAttempts):
 		_, err := decodeAttempt(k, v, keyTime(k), nil)
-		return err == nil && len(k) == keyLen+2
+		return err == nil && keyAttempt(k) > 0
 	case string(bSessions):
 		_, err := decodeSession(k, v)
 		return err == nil
 	case string(bCooldowns):
 		_, err := decodeCooldown(v)
 		return err == nil
+	case string(bText):
+		return validTextKey(k)
 	case string(bIDs):
 		return false // rebuilt from the calls
 	}
 	return true
+}
+
+// dropStrays removes the attempts and partial texts whose attempt number
+// their ended call does not have (a damaged key: a flipped byte made attempt
+// 1 attempt 257), and counts them as skipped.
+func dropStrays(data map[string][]rec, skipped map[string]int) {
+	calls := map[string]*Call{}
+	for _, r := range data[string(bCalls)] {
+		if c, err := decodeCall(r.k, r.v, true); err == nil && c.Outcome != OutcomeRunning {
+			calls[string(r.k)] = c
+		}
+	}
+	stray := func(ck []byte, n int) bool {
+		c := calls[string(ck)]
+		return c != nil && n > c.Attempts
+	}
+	data[string(bAttempts)] = slices.DeleteFunc(data[string(bAttempts)], func(r rec) bool {
+		if stray(r.k[:keyLen], keyAttempt(r.k)) {
+			skipped[string(bAttempts)]++
+			return true
+		}
+		return false
+	})
+	data[string(bText)] = slices.DeleteFunc(data[string(bText)], func(r rec) bool {
+		if len(r.k) == keyLen+3 && r.k[keyLen] == textPartial && stray(r.k[:keyLen], int(binary.BigEndian.Uint16(r.k[keyLen+1:]))) {
+			skipped[string(bText)]++
+			return true
+		}
+		return false
+	})
 }

@@ -250,9 +250,11 @@ const maxScopeLen = 1024
 
 func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), longer func([]byte) func([]byte) bool) {
 	switch {
-	case len(k) == keyLen+3 && (k[keyLen] == textPrompt || k[keyLen] == textAnswer || k[keyLen] == textPartial):
+	case len(k) == keyLen+3 && validTextKey(k):
 		put(string(bText), k, v, longer(v))
-	case len(k) == keyLen+2 && v[0] == SchemaVersion:
+	case len(k) == keyLen+3:
+		// A text key of an unknown kind or number: damage.
+	case len(k) == keyLen+2 && v[0] == SchemaVersion && keyAttempt(k) > 0:
 		if _, rest, err := decodeAttemptRest(k, v, keyTime(k), nil); err == nil && rest == 0 {
 			put(string(bAttempts), k, v, longer(v))
 		}
@@ -274,4 +276,28 @@ func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), 
 			put(string(bCooldowns), k, v, longer(v))
 		}
 	}
+}
+
+// validTextKey reports whether k is a text key as textKey makes them: a
+// prompt or an answer of number 0, or an attempt's partial text (from 1).
+func validTextKey(k []byte) bool {
+	if len(k) != keyLen+3 {
+		return false
+	}
+	n := binary.BigEndian.Uint16(k[keyLen+1:])
+	switch k[keyLen] {
+	case textPrompt, textAnswer:
+		return n == 0
+	case textPartial:
+		return n > 0
+	}
+	return false
+}
+
+// keyAttempt is an attempt key's attempt number (0 for another key).
+func keyAttempt(k []byte) int {
+	if len(k) != keyLen+2 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(k[keyLen:]))
 }
