@@ -2,13 +2,17 @@ package store
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +30,16 @@ type damage struct {
 }
 
 // damageCorpus returns truncations at every page boundary, byte flips with
-// fixed seeds, zeroed meta pages and zeroed data pages of the file raw.
-func damageCorpus(raw []byte, ps int) []damage {
+// fixed seeds (1 to seeds), zeroed meta pages and zeroed data pages of the
+// file raw.
+func damageCorpus(raw []byte, ps, seeds int) []damage {
 	pages := len(raw) / ps
 	var out []damage
 	for p := 1; p < pages; p++ {
 		out = append(out, damage{fmt.Sprintf("truncate-at-page-%d", p), func(r []byte) []byte { return r[:p*ps] }})
 	}
 	out = append(out, damage{"truncate-mid-page", func(r []byte) []byte { return r[:len(r)-ps/2] }})
-	for seed := uint64(1); seed <= 90; seed++ {
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		out = append(out, damage{fmt.Sprintf("flip-seed-%d", seed), func(r []byte) []byte {
 			rng := rand.New(rand.NewPCG(seed, 14))
 			n := 1 + rng.IntN(8)
@@ -155,18 +160,99 @@ func exercise(t *testing.T, path string) (errs []error) {
 // TestDamagedHistoryNeverKills breaks a real history file in over a hundred
 // deterministic ways; every store call used by send, the console and
 // `history` returns (no fault, no panic), and repair recovers every record
-// of every intact leaf page.
+// of every intact leaf page. The file differs per run (sessions record the
+// pid, start time and wall clock; commits batch by time), so the same flips
+// land on other bytes: set LIMITSCOPE_DAMAGE_KEEP to a directory to keep the
+// base file of a failing run (gzipped, named after the damages that failed),
+// then add it to testdata/damage.
 func TestDamagedHistoryNeverKills(t *testing.T) {
-	orig, raw := damagedHistory(t)
+	_, raw := damagedHistory(t)
+	failed := damageAll(t, raw, nil)
+	if dir := os.Getenv("LIMITSCOPE_DAMAGE_KEEP"); dir != "" && len(failed) > 0 {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(raw)
+		_ = zw.Close()
+		name := filepath.Join(dir, fmt.Sprintf("base-%d.%s.db.gz", time.Now().UnixNano(), strings.Join(failed, "+")))
+		if err := os.WriteFile(name, buf.Bytes(), 0o600); err != nil {
+			t.Error(err)
+		}
+		t.Logf("base file kept in %s", name)
+	}
+}
+
+// TestDamagedHistoryRegressions runs, on each base file of an earlier failing
+// run of TestDamagedHistoryNeverKills (testdata/damage/base-ID.DAMAGES.db.gz),
+// the damages that failed (DAMAGES, joined by "+").
+func TestDamagedHistoryRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no base files in testdata/damage (%v)", err)
+	}
+	for _, f := range files {
+		parts := strings.Split(strings.TrimSuffix(filepath.Base(f), ".db.gz"), ".")
+		if len(parts) != 2 || parts[1] == "" {
+			t.Fatalf("%s: want base-ID.DAMAGES.db.gz", f)
+		}
+		t.Run(parts[0], func(t *testing.T) {
+			damageAll(t, readBase(t, f), strings.Split(parts[1], "+"))
+		})
+	}
+}
+
+// readBase reads a gzipped base file of testdata/damage.
+func readBase(t testing.TB, name string) []byte {
+	t.Helper()
+	gz, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// damageAll runs the damage corpus (or the damages named in only) on the
+// healthy history file raw, and returns the names of the damages that failed.
+func damageAll(t *testing.T, raw []byte, only []string) (failed []string) {
+	t.Helper()
 	const ps = 4096
+	orig := filepath.Join(t.TempDir(), "orig.db")
+	if err := os.WriteFile(orig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	live := livePages(t, orig, raw, ps)
-	corpus := damageCorpus(raw, ps)
+	// 90 flip seeds, more to explore (LIMITSCOPE_DAMAGE_SEEDS), or as many
+	// as the damages named in only need.
+	seeds := 90
+	if n, err := strconv.Atoi(os.Getenv("LIMITSCOPE_DAMAGE_SEEDS")); err == nil {
+		seeds = n
+	}
+	for _, name := range only {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "flip-seed-")); err == nil {
+			seeds = max(seeds, n)
+		}
+	}
+	corpus := damageCorpus(raw, ps, seeds)
 	if len(corpus) < 100 {
 		t.Fatalf("only %d damages", len(corpus))
 	}
 	dir := t.TempDir()
-	failedRepairs := 0
+	if one := os.Getenv("LIMITSCOPE_DAMAGE_ONLY"); one != "" { // to debug one damage
+		only = []string{one}
+	}
+	ran := 0
 	for i, d := range corpus {
+		if only != nil && !slices.Contains(only, d.name) {
+			continue
+		}
+		ran++
 		path := filepath.Join(dir, fmt.Sprintf("d%03d", i), "history.db")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
@@ -175,7 +261,7 @@ func TestDamagedHistoryNeverKills(t *testing.T) {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Run(d.name, func(t *testing.T) {
+		ok := t.Run(d.name, func(t *testing.T) {
 			exercise(t, path)
 			// The recorder may have written (a flip that bbolt never
 			// reads): repair the file as the damage left it.
@@ -191,7 +277,6 @@ func TestDamagedHistoryNeverKills(t *testing.T) {
 				return Repair(context.Background(), path, t0, 50*time.Millisecond)
 			}()
 			if err != nil {
-				failedRepairs++
 				t.Fatalf("repair: %v", err)
 			}
 			checkRepaired(t, path, bad, live, ps, res)
@@ -201,7 +286,14 @@ func TestDamagedHistoryNeverKills(t *testing.T) {
 				t.Fatalf("repaired file: %v", err)
 			}
 		})
+		if !ok {
+			failed = append(failed, d.name)
+		}
 	}
+	if only != nil && ran != len(only) {
+		t.Errorf("ran %d of the damages %v", ran, only)
+	}
+	return failed
 }
 
 // liveRecord is one record of the healthy file and the leaf page (with its
@@ -214,7 +306,17 @@ type liveRecord struct {
 }
 
 // livePages lists every record of the healthy file with its page.
-func livePages(t *testing.T, path string, raw []byte, ps int) []liveRecord {
+func livePages(t testing.TB, path string, raw []byte, ps int) []liveRecord {
+	t.Helper()
+	out := liveRecords(t, path, raw, ps)
+	if len(out) < 100 {
+		t.Fatalf("only %d live records found", len(out))
+	}
+	return out
+}
+
+// liveRecords is livePages for a file of any size.
+func liveRecords(t testing.TB, path string, raw []byte, ps int) []liveRecord {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -257,9 +359,6 @@ func livePages(t *testing.T, path string, raw []byte, ps int) []liveRecord {
 	})
 	if !errors.Is(err, errDone) {
 		t.Fatal(err)
-	}
-	if len(out) < 100 {
-		t.Fatalf("only %d live records found", len(out))
 	}
 	return out
 }
@@ -355,32 +454,49 @@ func TestPrunedRecordsAreUnrecoverable(t *testing.T) {
 	}
 }
 
-// FuzzDamagedFile flips bytes of a real history file and truncates it:
-// checkFile, every read and repair return without a panic or a fault.
+// FuzzDamagedFile flips bytes of real history files and truncates them:
+// checkFile, every read and repair return without a panic or a fault. On a
+// history whose buckets have their own pages (a fixed base file of
+// testdata/damage), repair also keeps every record of an intact page.
 func FuzzDamagedFile(f *testing.F) {
-	path := fuzzSeedFile(f)
-	raw, err := os.ReadFile(path)
+	small, err := os.ReadFile(fuzzSeedFile(f))
 	if err != nil {
 		f.Fatal(err)
 	}
+	bases, _ := filepath.Glob(filepath.Join("testdata", "damage", "*.db.gz"))
+	if len(bases) == 0 {
+		f.Fatal("no base file in testdata/damage")
+	}
+	slices.Sort(bases)
+	big := readBase(f, bases[0])
+	bigPath := filepath.Join(f.TempDir(), "big.db")
+	if err := os.WriteFile(bigPath, big, 0o600); err != nil {
+		f.Fatal(err)
+	}
+	live := livePages(f, bigPath, big, 4096)
 	f.Add(uint32(16+20), byte(0xff), uint32(0))
 	f.Add(uint32(2*4096+10), byte(0x7f), uint32(0))
 	f.Add(uint32(0), byte(0), uint32(3*4096))
 	f.Fuzz(func(t *testing.T, off uint32, flip byte, cut uint32) {
-		bad := bytes.Clone(raw)
-		bad[int(off)%len(bad)] ^= flip
-		if cut > 0 {
-			bad = bad[:int(cut)%len(bad)]
+		for _, raw := range [][]byte{small, big} {
+			bad := bytes.Clone(raw)
+			bad[int(off)%len(bad)] ^= flip
+			if cut > 0 {
+				bad = bad[:int(cut)%len(bad)]
+			}
+			p := filepath.Join(t.TempDir(), "history.db")
+			if err := os.WriteFile(p, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_ = checkFile(p)
+			rd := &Reader{Path: p, LockTimeout: 50 * time.Millisecond}
+			_, _ = rd.List(context.Background(), Filter{})
+			_, _ = rd.Stats(context.Background(), Filter{})
+			_ = rd.Each(context.Background(), Filter{}, false, func(*Call) error { return nil })
+			res, err := Repair(context.Background(), p, t0, time.Second)
+			if err == nil && len(raw) == len(big) {
+				checkRepaired(t, p, bad, live, 4096, res)
+			}
 		}
-		p := filepath.Join(t.TempDir(), "history.db")
-		if err := os.WriteFile(p, bad, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_ = checkFile(p)
-		rd := &Reader{Path: p, LockTimeout: 50 * time.Millisecond}
-		_, _ = rd.List(context.Background(), Filter{})
-		_, _ = rd.Stats(context.Background(), Filter{})
-		_ = rd.Each(context.Background(), Filter{}, false, func(*Call) error { return nil })
-		_, _ = Repair(context.Background(), p, t0, 50*time.Millisecond)
 	})
 }

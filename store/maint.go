@@ -344,7 +344,8 @@ func lostRecords(calls, sessions, attempts, text []rec) map[string]int {
 }
 
 // missingPages is how many pages the newest valid meta page names beyond the
-// file's end (0 when no meta page is valid, or none is missing).
+// file's end (0 when none is missing; without a valid meta page, 1 when the
+// file ends inside a page, else 0).
 func missingPages(path string) int {
 	f, err := os.Open(path)
 	if err != nil {
@@ -357,19 +358,13 @@ func missingPages(path string) int {
 	}
 	head := make([]byte, 2*maxPageSize)
 	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	best := boltMeta{}
-	for ps := minPageSize; ps <= maxPageSize; ps <<= 1 {
-		for _, off := range []int{0, ps} {
-			if off+pageHeader+64 > len(head) {
-				continue
-			}
-			if m := parseMeta(head[off:]); m.valid && int(m.pageSize) == ps && m.txid >= best.txid {
-				best = m
-			}
-		}
-	}
+	best := newestMeta(head[:n])
 	if !best.valid {
+		// Nothing tells how long the file was, but one that ends inside a
+		// page was cut.
+		if fi.Size()%minPageSize != 0 {
+			return 1
+		}
 		return 0
 	}
 	have := uint64(fi.Size()) / uint64(best.pageSize)
@@ -391,39 +386,6 @@ func looksLikeHistory(path string) bool {
 	}
 	found, _, err := salvage(path, nil)
 	return err == nil && (len(found[string(bCalls)]) > 0 || len(found[string(bSessions)]) > 0)
-}
-
-// freePages returns the pages bbolt's free list names, or nil when it cannot
-// be read.
-func freePages(path string) (free map[int]bool) {
-	defer func() {
-		if recover() != nil {
-			free = nil
-		}
-	}()
-	if checkFile(path) != nil {
-		return nil
-	}
-	db, err := safeOpen(path, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: time.Nanosecond, NoStatistics: true})
-	if err != nil {
-		return nil
-	}
-	defer db.Close()
-	free = map[int]bool{}
-	_ = faultSafe(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			for id := 2; ; id++ {
-				p, err := tx.Page(id)
-				if err != nil || p == nil {
-					return err
-				}
-				if p.Type == "free" {
-					free[id] = true
-				}
-			}
-		})
-	})
-	return free
 }
 
 // looksLikeBolt reports whether a bbolt meta page's magic number is where
@@ -564,13 +526,12 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	}
 	{
 		// Read every page directly too: a damaged branch can hide intact
-		// leaves from bbolt's walk without an error. Known free pages are
-		// left out (they hold deleted records).
-		var free map[int]bool
-		if src != nil {
-			free = freePages(path)
-		}
-		found, damaged, err := salvage(path, free)
+		// leaves from bbolt's walk without an error. Pages on the free list
+		// are left out (they hold deleted records and older copies). A copy
+		// from an intact live page wins over bbolt's (the same page, unless
+		// bbolt read another copy), which wins over any other copy: an
+		// older copy on a page no live tree reaches, or a damaged page.
+		found, damaged, err := salvageCandidates(path, nil)
 		if err != nil {
 			res.Problems = append(res.Problems, "salvage: "+err.Error())
 		}
@@ -580,14 +541,18 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		}
 		for _, name := range allBuckets[1:] {
 			bname := string(name)
-			have := map[string]bool{}
-			for _, r := range data[bname] {
-				have[string(r.k)] = true
+			have := map[string]int{}
+			for i, r := range data[bname] {
+				have[string(r.k)] = i
 			}
-			for k, v := range found[bname] {
-				if !have[k] {
-					data[bname] = append(data[bname], rec{[]byte(k), v})
+			for k, c := range found[bname] {
+				i, ok := have[k]
+				switch {
+				case !ok:
+					data[bname] = append(data[bname], rec{[]byte(k), c.v})
 					res.Salvaged[bname]++
+				case c.trust > trustWalk:
+					data[bname][i].v = c.v
 				}
 			}
 			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
@@ -598,6 +563,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	if res.MissingPages > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("the file is truncated: %d pages missing", res.MissingPages))
 	}
+	dropStrays(data, res.Skipped)
 	res.Lost = lostRecords(data[string(bCalls)], data[string(bSessions)], data[string(bAttempts)], data[string(bText)])
 
 	tmp := path + ".repair-tmp"
@@ -684,15 +650,47 @@ func validRecord(bucket, k, v []byte) bool {
 		return err == nil && len(k) == keyLen
 	case string(bAttempts):
 		_, err := decodeAttempt(k, v, keyTime(k), nil)
-		return err == nil && len(k) == keyLen+2
+		return err == nil && keyAttempt(k) > 0
 	case string(bSessions):
 		_, err := decodeSession(k, v)
 		return err == nil
 	case string(bCooldowns):
 		_, err := decodeCooldown(v)
 		return err == nil
+	case string(bText):
+		return validTextKey(k)
 	case string(bIDs):
 		return false // rebuilt from the calls
 	}
 	return true
+}
+
+// dropStrays removes the attempts and partial texts whose attempt number
+// their ended call does not have (a damaged key: a flipped byte made attempt
+// 1 attempt 257), and counts them as skipped.
+func dropStrays(data map[string][]rec, skipped map[string]int) {
+	calls := map[string]*Call{}
+	for _, r := range data[string(bCalls)] {
+		if c, err := decodeCall(r.k, r.v, true); err == nil && c.Outcome != OutcomeRunning {
+			calls[string(r.k)] = c
+		}
+	}
+	stray := func(ck []byte, n int) bool {
+		c := calls[string(ck)]
+		return c != nil && n > c.Attempts
+	}
+	data[string(bAttempts)] = slices.DeleteFunc(data[string(bAttempts)], func(r rec) bool {
+		if stray(r.k[:keyLen], keyAttempt(r.k)) {
+			skipped[string(bAttempts)]++
+			return true
+		}
+		return false
+	})
+	data[string(bText)] = slices.DeleteFunc(data[string(bText)], func(r rec) bool {
+		if len(r.k) == keyLen+3 && r.k[keyLen] == textPartial && stray(r.k[:keyLen], int(binary.BigEndian.Uint16(r.k[keyLen+1:]))) {
+			skipped[string(bText)]++
+			return true
+		}
+		return false
+	})
 }
