@@ -206,8 +206,9 @@ func shortReply(r *rand.Rand, req *simRequest) string {
 		fmt.Fprintf(&b, "You asked: %q. ", head)
 	}
 	b.WriteString("This request fit within its simulated limits and was answered.")
-	for i, n := 0, 2+r.IntN(3); i < n; i++ {
-		b.WriteString(" " + notes[r.IntN(len(notes))])
+	// A few different notes, none twice.
+	for _, i := range r.Perm(len(notes))[:2+r.IntN(3)] {
+		b.WriteString(" " + notes[i])
 	}
 	return b.String()
 }
