@@ -563,17 +563,7 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 				return nil
 			}
 			c := tx.Bucket(bCalls).Cursor()
-			var k, v []byte
-			switch {
-			case from == nil:
-				k, v = c.First()
-			case first:
-				k, v = c.Seek(from)
-			default:
-				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
-					k, v = c.Next()
-				}
-			}
+			k, v := resumeAt(c, from, first)
 			md.bySession = nil // a new transaction: sessions may have changed
 			var s callStat
 			for ; k != nil; k, v = c.Next() {
@@ -659,17 +649,7 @@ func (r *Reader) Each(ctx context.Context, f Filter, noText bool, fn func(*Call)
 				return nil
 			}
 			c := tx.Bucket(bCalls).Cursor()
-			var k, v []byte
-			switch {
-			case from == nil:
-				k, v = c.First()
-			case first:
-				k, v = c.Seek(from)
-			default:
-				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
-					k, v = c.Next()
-				}
-			}
+			k, v := resumeAt(c, from, first)
 			text := tx.Bucket(bText)
 			var md modes
 			for ; k != nil; k, v = c.Next() {
@@ -795,4 +775,20 @@ func (r *Reader) Sessions(ctx context.Context, limit int) ([]Session, error) {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	return out, nil
+}
+
+// resumeAt positions a calls cursor for the next chunk of a read split over
+// transactions: at the start (no from), at from itself on the first chunk,
+// else just past from (the last key the previous chunk read).
+func resumeAt(c *bolt.Cursor, from []byte, first bool) (k, v []byte) {
+	switch {
+	case from == nil:
+		return c.First()
+	case first:
+		return c.Seek(from)
+	}
+	if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+		return c.Next()
+	}
+	return k, v
 }
