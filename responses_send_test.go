@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -58,34 +56,7 @@ func TestSendResponsesWorkedCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clearEnv(t)
-			env := map[string]string{}
-			ta := newTestApp(env)
-			sr, senv := simEnv(t, ta.clock)
-			maps.Copy(env, senv)
-			for _, f := range tc.faults {
-				if err := sr.Server.Inject(f); err != nil {
-					t.Fatal(err)
-				}
-			}
-			args := append([]string{"send", "--json", "--no-history"}, tc.args...)
-			code := run(context.Background(), ta.app, append(args, "hello"))
-			d := decodeSend(t, ta.out.Bytes())
-			if code != tc.exit {
-				t.Errorf("exit %d, want %d; stderr: %s", code, tc.exit, ta.errOut)
-			}
-			if string(d.Outcome) != tc.outcome {
-				t.Errorf("outcome %s, want %s", d.Outcome, tc.outcome)
-			}
-			if got := requestsBy(d); got != tc.requests {
-				t.Errorf("requests %q, want %q", got, tc.requests)
-			}
-			if tc.served == "" && d.ServedBy != nil || tc.served != "" && (d.ServedBy == nil || d.ServedBy.Provider != tc.served) {
-				t.Errorf("served by %+v, want %q", d.ServedBy, tc.served)
-			}
-			if tc.served != "" && d.Text == "" {
-				t.Error("no text for a served call")
-			}
+			d, _ := runWorkedCase(t, workedCase{tc.faults, tc.args, tc.requests, tc.outcome, tc.exit, tc.served, tc.minWait, tc.maxWait})
 			if len(d.Attempts) > 0 {
 				a := d.Attempts[0]
 				if tc.name == "daily limit is a per-day quota, not a rate limit" && !strings.Contains(a.Message, "per day") {
@@ -94,10 +65,6 @@ func TestSendResponsesWorkedCases(t *testing.T) {
 				if string(a.Class) != tc.first || a.MidStream != tc.midFirst || tc.midFirst && a.Status != 200 {
 					t.Errorf("first attempt %+v, want class %s, mid-stream %v", a, tc.first, tc.midFirst)
 				}
-			}
-			slept := ta.clock.Slept()
-			if slept < tc.minWait || slept > tc.maxWait {
-				t.Errorf("waited %s, want between %s and %s (sleeps %v)", slept, tc.minWait, tc.maxWait, ta.clock.Sleeps())
 			}
 		})
 	}

@@ -111,6 +111,59 @@ func requestsBy(d sendDoc) string {
 	return strings.Join(parts, " ")
 }
 
+// workedCase is one worked case of `send --json` on the simulator: the
+// faults injected, the arguments, and what the call must show.
+type workedCase struct {
+	faults   []sim.Fault
+	args     []string
+	requests string // the providers asked, in order
+	outcome  string
+	exit     int
+	served   string // the provider that served; "" when none
+	minWait  time.Duration
+	maxWait  time.Duration
+}
+
+// runWorkedCase runs tc through `send --json --no-history` against a fresh
+// simulator on the engine's fake clock, checks what every worked case
+// checks, and returns the document and the app for more.
+func runWorkedCase(t *testing.T, tc workedCase) (sendDoc, *testApp) {
+	t.Helper()
+	clearEnv(t)
+	env := map[string]string{}
+	ta := newTestApp(env)
+	r, senv := simEnv(t, ta.clock)
+	maps.Copy(env, senv)
+	for _, f := range tc.faults {
+		if err := r.Server.Inject(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string{"send", "--json", "--no-history"}, tc.args...)
+	code := run(context.Background(), ta.app, append(args, "hello"))
+	d := decodeSend(t, ta.out.Bytes())
+	if code != tc.exit {
+		t.Errorf("exit %d, want %d; stderr: %s", code, tc.exit, ta.errOut)
+	}
+	if string(d.Outcome) != tc.outcome {
+		t.Errorf("outcome %s, want %s", d.Outcome, tc.outcome)
+	}
+	if got := requestsBy(d); got != tc.requests {
+		t.Errorf("requests %q, want %q", got, tc.requests)
+	}
+	if tc.served == "" && d.ServedBy != nil || tc.served != "" && (d.ServedBy == nil || d.ServedBy.Provider != tc.served) {
+		t.Errorf("served by %+v, want %q", d.ServedBy, tc.served)
+	}
+	if tc.served != "" && d.Text == "" {
+		t.Error("no text for a served call")
+	}
+	slept := ta.clock.Slept()
+	if slept < tc.minWait || slept > tc.maxWait {
+		t.Errorf("waited %s, want between %s and %s (sleeps %v)", slept, tc.minWait, tc.maxWait, ta.clock.Sleeps())
+	}
+	return d, ta
+}
+
 // TestSendWorkedCases runs every worked case of the engine issue through
 // `send --json` against the simulator, with faults injected per request.
 func TestSendWorkedCases(t *testing.T) {
@@ -149,38 +202,7 @@ func TestSendWorkedCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clearEnv(t)
-			env := map[string]string{}
-			ta := newTestApp(env)
-			r, senv := simEnv(t, ta.clock)
-			maps.Copy(env, senv)
-			for _, f := range tc.faults {
-				if err := r.Server.Inject(f); err != nil {
-					t.Fatal(err)
-				}
-			}
-			args := append([]string{"send", "--json", "--no-history"}, tc.args...)
-			code := run(context.Background(), ta.app, append(args, "hello"))
-			d := decodeSend(t, ta.out.Bytes())
-			if code != tc.exit {
-				t.Errorf("exit %d, want %d; stderr: %s", code, tc.exit, ta.errOut)
-			}
-			if string(d.Outcome) != tc.outcome {
-				t.Errorf("outcome %s, want %s", d.Outcome, tc.outcome)
-			}
-			if got := requestsBy(d); got != tc.requests {
-				t.Errorf("requests %q, want %q", got, tc.requests)
-			}
-			if tc.served == "" && d.ServedBy != nil || tc.served != "" && (d.ServedBy == nil || d.ServedBy.Provider != tc.served) {
-				t.Errorf("served by %+v, want %q", d.ServedBy, tc.served)
-			}
-			if tc.served != "" && d.Text == "" {
-				t.Error("no text for a served call")
-			}
-			slept := ta.clock.Slept()
-			if slept < tc.minWait || slept > tc.maxWait {
-				t.Errorf("waited %s, want between %s and %s (sleeps %v)", slept, tc.minWait, tc.maxWait, ta.clock.Sleeps())
-			}
+			d, ta := runWorkedCase(t, workedCase{tc.faults, tc.args, tc.requests, tc.outcome, tc.exit, tc.served, tc.minWait, tc.maxWait})
 			if tc.outcome == "deferred" {
 				if d.RetryAt == nil {
 					t.Fatal("deferred without retry_at")
