@@ -47,14 +47,18 @@ type dialectSpec struct {
 	// dailyReset says when a per-day quota ends (nil: after the server's
 	// delay, when it gave one).
 	dailyReset func(now time.Time) time.Time
+	// classRows are the dialect's own class rows, checked before the shared
+	// table (nil: none); ok false falls through to the table.
+	classRows func(d *dialectSpec, status int, b ErrorBody) (v verdict, ok bool)
 }
 
 // dialects maps each Dialect to its spec; it is never written after init.
 var dialects = map[Dialect]*dialectSpec{
-	DialectOpenAI:    openaiDialect,
-	DialectAnthropic: anthropicDialect,
-	DialectGemini:    geminiDialect,
-	DialectResponses: responsesDialect,
+	DialectOpenAI:       openaiDialect,
+	DialectAnthropic:    anthropicDialect,
+	DialectGemini:       geminiDialect,
+	DialectResponses:    responsesDialect,
+	DialectInteractions: interactionsDialect,
 }
 
 // spec returns the provider's dialect (OpenAI-compatible when the table

@@ -13,10 +13,11 @@ type Dialect string
 
 // The dialects.
 const (
-	DialectOpenAI    Dialect = "openai"    // Chat Completions and every OpenAI-compatible API
-	DialectAnthropic Dialect = "anthropic" // Messages
-	DialectGemini    Dialect = "gemini"    // generateContent
-	DialectResponses Dialect = "responses" // OpenAI's Responses API
+	DialectOpenAI       Dialect = "openai"       // Chat Completions and every OpenAI-compatible API
+	DialectAnthropic    Dialect = "anthropic"    // Messages
+	DialectGemini       Dialect = "gemini"       // generateContent
+	DialectResponses    Dialect = "responses"    // OpenAI's Responses API
+	DialectInteractions Dialect = "interactions" // the Gemini API's Interactions API
 )
 
 // VariantSep separates a provider from its API variant in a provider name:
@@ -95,6 +96,8 @@ var providers = []ProviderInfo{
 	// three available rows) and bare model names keep their providers.
 	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
 		DefaultModel: "gpt-5.4-mini"},
+	{Name: "gemini" + VariantSep + "interactions", Dialect: DialectInteractions, Account: "gemini", KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
+		DefaultModel: "gemini-3.8-flash"},
 }
 
 func lookupProvider(name string) (ProviderInfo, bool) {
