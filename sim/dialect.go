@@ -102,7 +102,8 @@ func providerTable() []*provider {
 			apis: map[string]dialect{"/responses": responsesDialect{}}},
 		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
-			dayCountsFailures: true, dayAtMidnight: true},
+			dayCountsFailures: true, dayAtMidnight: true,
+			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}}},
 		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID,
 			tokensAtAdmission: true, compat: groqCompat},
 		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
@@ -136,6 +137,7 @@ type simRequest struct {
 	maxTokens    int    // 0: not given
 	inputTokens  int
 	prompt       string // all the text sent, for the answer and the request's fingerprint
+	ixLegacy     bool   // Interactions: Api-Revision 2026-05-07, the legacy event names
 }
 
 const maxRequestBody = 32 << 20
@@ -191,7 +193,13 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		h.Set(p.idHeader, d.requestID)
 	}
 	if d.reply != nil {
-		writeReply(w, *d.reply)
+		rp := *d.reply
+		if _, variant := p.apis[sub]; variant {
+			// An API variant answers in its own envelope (the decision is
+			// the provider's: one account).
+			rp = pd.errorReply(d.info)
+		}
+		writeReply(w, rp)
 		return
 	}
 
