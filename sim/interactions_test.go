@@ -57,7 +57,7 @@ func TestInteractionsSDKOracle(t *testing.T) {
 		{name: "cut cleanly", fault: Fault{Kind: FaultCut, Code: "clean"}, stream: true, cut: true, requests: 1},
 	}
 	fast := operations.WithRetries(ixretry.Config{Strategy: "attempt-count-backoff",
-		Backoff: &ixretry.BackoffStrategy{InitialInterval: 5, MaxInterval: 20, Exponent: 2, MaxElapsedTime: 5000},
+		Backoff:               &ixretry.BackoffStrategy{InitialInterval: 5, MaxInterval: 20, Exponent: 2, MaxElapsedTime: 5000},
 		RetryConnectionErrors: true, MaxRetries: func(i int) *int { return &i }(4)})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,10 +85,10 @@ func TestInteractionsSDKOracle(t *testing.T) {
 			}
 			res, err := client.Interactions.Create(ctx, operations.CreateInteractionRequest{Body: body}, opts...)
 			var (
-				text, code  string
+				text, code   string
 				failed, done bool
-				usage       *ixm.Usage
-				streamErr   error
+				usage        *ixm.Usage
+				streamErr    error
 			)
 			if err == nil && c.stream {
 				st := res.InteractionSSEStreamEvent

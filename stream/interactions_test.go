@@ -139,7 +139,9 @@ func TestInteractionsDecode(t *testing.T) {
 // HTTP errors: the documented code table, in the API's string-code shape
 // and in the generateContent shape.
 func TestInteractionsHTTPErrors(t *testing.T) {
-	body := func(code, msg string) []byte { return []byte(`{"error":{"code":"` + code + `","message":"` + msg + `"}}`) }
+	body := func(code, msg string) []byte {
+		return []byte(`{"error":{"code":"` + code + `","message":"` + msg + `"}}`)
+	}
 	cases := []struct {
 		status      int
 		body        []byte
