@@ -88,6 +88,10 @@ type TargetState struct {
 	Cooldown *Cooldown // the active cooldown blocking the target (account or target scope); nil when none
 	Pace     PaceState // the pacer's state; zero when the engine has no pacer
 	HasPacer bool
+	// Breaker is the target's circuit (open: OVERLOADED until OpenUntil);
+	// zero when the engine has no breaker.
+	Breaker    BreakerState
+	HasBreaker bool
 }
 
 // TargetState returns what the engine knows of t now, read through the
@@ -106,6 +110,9 @@ func (e *Engine) TargetState(t stream.Target) TargetState {
 	}
 	if e.Doer == nil {
 		return ts
+	}
+	if e.Breaker != nil {
+		ts.Breaker, ts.HasBreaker = e.Breaker.State(breakerKey(e.Doer, t), now), true
 	}
 	cds := e.cooldowns()
 	for _, s := range []stream.Scope{stream.ScopeAccount, stream.ScopeTarget} {

@@ -117,6 +117,11 @@ type Engine struct {
 	Cooldowns Cooldowns      // nil: in memory, for this engine's life
 	Pacer     Pacing         // nil: no pacing; NewPacer() is the in-memory one
 	Rand      func() float64 // in [0,1); nil: math/rand/v2
+	// Breaker, when set, skips a target whose circuit is open (repeated
+	// overloads, timeouts or connection failures) and lets one probe at a
+	// time through a half-open one (breaker.go); nil: none.
+	// NewMemoryBreaker is the in-memory one.
+	Breaker Breaker
 
 	mu  sync.Mutex // guards mem
 	mem *MemoryCooldowns
@@ -313,18 +318,25 @@ func (r *run) target(t stream.Target, next bool) step {
 		if s := r.cooldownHit(t, next); s != stepRetry {
 			return s
 		}
+		probe, s := r.gate(t, next)
+		if s != stepRetry {
+			return s
+		}
 		permit, paced, s := r.pace(t, next)
 		if s != stepRetry {
+			r.record(t, probe, BreakerNeutral)
 			return s
 		}
 		if permit != nil {
 			// Another call may have hit a quota while this one waited.
 			if s := r.cooldownHit(t, next); s != stepRetry {
 				permit.Cancel(r.clock.Now())
+				r.record(t, probe, BreakerNeutral)
 				return s
 			}
 		}
 		sr, why := r.send(t, paced)
+		r.record(t, probe, breakerOutcome(&sr, why))
 		if sr.Err != nil && sr.Err.Class == stream.ClassQuota {
 			// Before the slot is given back, so no call queued for it
 			// sends after a quota error.
@@ -763,6 +775,12 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 	// class this package does not know, treated as server).
 	if e.NoRetry || oversize(e) {
 		return r.moveOrGiveUp(next)
+	}
+	if next && r.circuitOpen(t) {
+		// This failure (or another call's) opened t's circuit: another try
+		// would only be skipped.
+		r.move.Reason = fmt.Sprintf("%s answered %s; its circuit is open", t, describe(e))
+		return r.moveOn()
 	}
 	if next && (e.Class == stream.ClassTimeout || (e.Class == stream.ClassConnection && e.Status == 0 && !e.MidStream)) {
 		// A silent provider (a timeout, or a connection that ended without
