@@ -41,7 +41,8 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		env:       env,
 		policy:    f.Policy,
 	}
-	c.Engine = &retry.Engine{Doer: c.Doer, Clock: env.Clock, Cooldowns: hist.Cooldowns(), Pacer: c.Pacer}
+	c.Engine = &retry.Engine{Doer: c.Doer, Clock: env.Clock, Cooldowns: hist.Cooldowns(), Pacer: c.Pacer,
+		Breaker: retry.NewMemoryBreaker(retry.BreakerConfig{})}
 	return c, nil
 }
 
