@@ -28,6 +28,9 @@ type targetState struct {
 	overloaded bool
 	overWhy    string
 
+	circuitUntil time.Time // the engine's circuit breaker skips it until then (retry.BreakerState)
+	circuitWhy   string
+
 	stopped   bool
 	stopWords string // the provider's own words
 	stopUntil time.Time
@@ -54,7 +57,7 @@ func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...st
 		return "PAUSED", st.Paused.Render
 	case now.Before(s.waitUntil):
 		return "WAITING", st.Waiting.Render
-	case s.overloaded:
+	case now.Before(s.circuitUntil), s.overloaded:
 		return "OVERLOADED", st.Overloaded.Render
 	}
 	return "READY", st.Ready.Render
@@ -323,6 +326,11 @@ func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.T
 	for t, ts := range sts {
 		s := p.get(t)
 		s.pace, s.hasPace = ts.Pace, ts.HasPacer
+		s.circuitUntil, s.circuitWhy = time.Time{}, ""
+		if b := ts.Breaker; b.Open() {
+			s.circuitUntil = b.OpenUntil
+			s.circuitWhy = fmt.Sprintf("circuit open after %d overloads, timeouts or connection failures in a row; calls skip it, then one probe", b.Failures)
+		}
 		switch cd := ts.Cooldown; {
 		case cd != nil && cd.Active(now):
 			c := *cd
@@ -546,6 +554,9 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 		extra = " · set " + s.info.Missing
 	case "OVERLOADED":
 		extra = " · " + s.overWhy
+		if now.Before(s.circuitUntil) {
+			extra = " " + fmtCountdown(now, s.circuitUntil) + " · " + s.circuitWhy
+		}
 	default:
 		if g := gaugeBrief(s.limits, now); g != "" {
 			extra = " · " + g
@@ -644,8 +655,15 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		bw := max(4, min(20, iw-len(cd)-1))
 		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
 	case "OVERLOADED":
-		for _, l := range wrap(s.overWhy+" · the provider is at capacity", iw) {
+		why := s.overWhy + " · the provider is at capacity"
+		if now.Before(s.circuitUntil) {
+			why = s.circuitWhy
+		}
+		for _, l := range wrap(why, iw) {
 			out = append(out, ind+st.Warn.Render(l))
+		}
+		if now.Before(s.circuitUntil) {
+			out = append(out, ind+st.Warn.Render(fit(fmtCountdown(now, s.circuitUntil)+" left, then one probe", iw)))
 		}
 	default:
 		if s.lastErr != "" && word == "READY" {
