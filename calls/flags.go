@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -99,6 +100,11 @@ func (f *Flags) Validate() error {
 	}
 	if _, err := ParseAge(f.History.Keep); err != nil {
 		return fmt.Errorf("--keep: %w", err)
+	}
+	if f.State != "" {
+		if _, err := fleet.ParseURL(f.State, nil); err != nil {
+			return fmt.Errorf("--state: %w", err)
+		}
 	}
 	return nil
 }

@@ -159,6 +159,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 	ro.MaxRetries = -1 // no retries: a failure falls back at once
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	f := &Fleet{
 		rdb:    redis.NewClient(ro),
 		opt:    o,
@@ -177,6 +178,16 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 	go f.publish()
 	return f, nil
 }
+
+// quiet is go-redis's logger for limitscope: its pool logs dial failures
+// on stderr by itself, and the Fleet says what matters once (Warn).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// quietOnce installs quiet. go-redis has one logger per program, not per
+// client; it is set once, before the first client, and never changed.
+var quietOnce sync.Once
 
 // processID names this process: host, pid and a random suffix.
 func processID(host string) string {

@@ -25,6 +25,7 @@ type Server struct {
 	dir  string
 	args []string
 	cmd  *exec.Cmd
+	read chan struct{} // closed when the server's output is read to its end
 }
 
 // Start starts a redis-server for t (stopped at the end), with extra
@@ -63,7 +64,9 @@ func (s *Server) Restart() {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
 	ready := make(chan bool, 1)
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(out)
 		ok := false
 		for sc.Scan() {
@@ -79,14 +82,17 @@ func (s *Server) Restart() {
 	select {
 	case ok := <-ready:
 		if !ok {
+			<-read
 			_ = cmd.Wait()
 			s.t.Fatalf("redis-server on port %d exited before it was ready", s.port)
 		}
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
+		<-read
+		_ = cmd.Wait()
 		s.t.Fatal("redis-server not ready after 30s")
 	}
-	s.cmd = cmd
+	s.cmd, s.read = cmd, read
 }
 
 // Stop kills the server (SIGKILL: no goodbye to its clients) and waits for
@@ -96,6 +102,7 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
+	<-s.read
 	_ = s.cmd.Wait()
 	s.cmd = nil
 }
