@@ -86,9 +86,7 @@ func (c *Calls) openFleet(ctx context.Context, url, command string, now func() t
 	// One shared state per account and target: the account scope carries a
 	// simulator's instance, so simulated stops and rates stay among the
 	// clients of that simulator.
-	c.Pacing = fleet.NewPacing(fl, c.Pacer, func(t stream.Target) string {
-		return inner.Scope(t, stream.ScopeAccount) + "|" + t.String()
-	})
+	c.Pacing = fleet.NewPacing(fl, c.Pacer, fleet.AccountScope(inner))
 	return nil
 }
 

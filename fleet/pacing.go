@@ -320,3 +320,17 @@ func serverSource(s stream.DelaySource) bool {
 	}
 	return false
 }
+
+// AccountScope names a target's shared pacing state by the Doer's account
+// scope and the target (the scope carries a simulator's instance).
+func AccountScope(d retry.Doer) func(stream.Target) string {
+	return func(t stream.Target) string { return d.Scope(t, stream.ScopeAccount) + "|" + t.String() }
+}
+
+// Shared returns bench.Config.Shared's function on f: the shared pacing over
+// the run's own pacer, and shared cooldowns.
+func Shared(f *Fleet) func(d retry.Doer, local *retry.Pacer) (retry.Pacing, retry.Cooldowns) {
+	return func(d retry.Doer, local *retry.Pacer) (retry.Pacing, retry.Cooldowns) {
+		return NewPacing(f, local, AccountScope(d)), NewCooldowns(f, nil)
+	}
+}
