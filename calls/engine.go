@@ -16,7 +16,7 @@ import (
 type Calls struct {
 	Providers *Providers
 	History   *History
-	Doer      retry.Doer // a stream.Router over Providers' endpoints
+	Doer      retry.Doer   // a stream.Router over Providers' endpoints
 	Pacer     *retry.Pacer // this process's own pacer
 	// Pacing is what the engine paces with: Pacer, or with --state the
 	// fleet's shared pacing over it.
@@ -24,8 +24,8 @@ type Calls struct {
 	// Fleet is the shared state with --state (nil without).
 	Fleet  *fleet.Fleet
 	Engine *retry.Engine
-	env       Env
-	policy    retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
+	env    Env
+	policy retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
 }
 
 // Open sets up a command's calls: the providers (simulated or real), the
