@@ -162,7 +162,7 @@ func (c *Cooldowns) Clear(scope string) error {
 		cctx, cancel := c.f.ctx(context.Background())
 		err := c.f.rdb.Del(cctx, c.key(scope)).Err()
 		cancel()
-		ok = !c.f.failed(nil, err)
+		ok = !c.f.failed(context.Background(), err)
 	}
 	if !ok {
 		c.mark(scope, false)
@@ -189,7 +189,7 @@ func (c *Cooldowns) List() ([]retry.Cooldown, error) {
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
-	if c.f.failed(nil, iter.Err()) {
+	if c.f.failed(context.Background(), iter.Err()) {
 		return c.local.List()
 	}
 	pipe := c.f.rdb.Pipeline()
@@ -199,7 +199,7 @@ func (c *Cooldowns) List() ([]retry.Cooldown, error) {
 		gets[i], ttls[i] = pipe.Get(ctx, k), pipe.PTTL(ctx, k)
 	}
 	if len(keys) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil && c.f.failed(nil, err) {
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil && c.f.failed(context.Background(), err) {
 			return c.local.List()
 		}
 	}

@@ -56,7 +56,7 @@ func (f *Fleet) publish() {
 				Values: []any{"e", b},
 			}).Err()
 			cancel()
-			f.failed(nil, err)
+			f.failed(context.Background(), err)
 		}
 	}
 }
@@ -133,7 +133,7 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		r.f.failed(nil, err)
+		r.f.failed(context.Background(), err)
 		return nil, nil
 	}
 	var out []Event

@@ -216,7 +216,7 @@ func (s *slot) Reserve(now time.Time) retry.Pace {
 	ctx, cancel := p.f.ctx(context.Background())
 	defer cancel()
 	res, err := reserveScript.Run(ctx, p.f.rdb, []string{k}, strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64)).Slice()
-	if p.f.failed(nil, err) || len(res) < 7 {
+	if p.f.failed(context.Background(), err) || len(res) < 7 {
 		return pc
 	}
 	delayMs := num(res[0])
@@ -261,7 +261,7 @@ func (s *slot) Cancel(now time.Time) {
 	}
 	ctx, cancel := s.p.f.ctx(context.Background())
 	defer cancel()
-	s.p.f.failed(nil, cancelScript.Run(ctx, s.p.f.rdb, []string{s.p.key(s.t)}).Err())
+	s.p.f.failed(context.Background(), cancelScript.Run(ctx, s.p.f.rdb, []string{s.p.key(s.t)}).Err())
 }
 
 // Done feeds the local pacer and the shared state with the answer.
@@ -291,7 +291,7 @@ func (s *slot) Done(r *stream.Result, now time.Time) {
 	ctx, cancel := s.p.f.ctx(context.Background())
 	defer cancel()
 	k := s.p.key(s.t)
-	if err := feedScript.Run(ctx, s.p.f.rdb, []string{k}, args...).Err(); !s.p.f.failed(nil, err) && args[0] == "hold" {
+	if err := feedScript.Run(ctx, s.p.f.rdb, []string{k}, args...).Err(); !s.p.f.failed(context.Background(), err) && args[0] == "hold" {
 		s.p.noteHold(k, sharedHold{until: now.Add(e.Delay), src: e.DelaySource, asked: e.Delay})
 	}
 }

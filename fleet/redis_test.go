@@ -157,8 +157,12 @@ func TestCooldownResetShared(t *testing.T) {
 // A server's delay one process hears holds every process on that target.
 func TestRetryAfterHoldsTheFleet(t *testing.T) {
 	r := fleettest.Start(t)
+	// B's clock runs 5 minutes ahead: the hold is on Redis's clock, so B
+	// still waits what A was asked.
+	skew := 5 * time.Minute
+	bNow := func() time.Time { return time.Now().Add(skew) }
 	a, _ := openFleet(t, r.URL(), Options{})
-	b, _ := openFleet(t, r.URL(), Options{})
+	b, _ := openFleet(t, r.URL(), Options{Now: bNow})
 	pa, pb := NewPacing(a, nil, nil), NewPacing(b, nil, nil)
 	ctx := context.Background()
 	pm, err := pa.Acquire(ctx, target)
@@ -173,12 +177,12 @@ func TestRetryAfterHoldsTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := pmb.Reserve(time.Now())
-	pmb.Cancel(time.Now())
+	pc := pmb.Reserve(bNow())
+	pmb.Cancel(bNow())
 	if pc.Delay < 18*time.Second || pc.Delay > 20*time.Second || pc.Source != stream.SourceRetryAfter || pc.Asked != 20*time.Second {
 		t.Fatalf("B's pace after A's retry-after 20s: %+v", pc)
 	}
-	if st := pb.State(target); st.HoldSource != stream.SourceRetryAfter || time.Until(st.HoldUntil) < 18*time.Second {
+	if st := pb.State(target); st.HoldSource != stream.SourceRetryAfter || st.HoldUntil.Sub(bNow()) < 18*time.Second || st.HoldUntil.Sub(bNow()) > 20*time.Second {
 		t.Fatalf("B's state: %+v, want the fleet's hold", st)
 	}
 }
