@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/fleet/fleettest"
 )
 
@@ -106,4 +109,40 @@ func TestStatePasswordNeverPrinted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bench --state runs its limitscope policy on the shared state: the run
+// works, and it leaves the shared bucket of the simulator's account in
+// Redis.
+func TestStateBench(t *testing.T) {
+	r := fleettest.Start(t)
+	ta := newTestApp(isolatedEnv(t))
+	code := run(context.Background(), ta.app, []string{"bench", "--sim", "--policy", "limitscope", "--requests", "6", "--concurrency", "3",
+		"--model", "openai/gpt-5.4-mini", "--state", r.URL(), "--json"})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, ta.errOut)
+	}
+	if strings.Contains(ta.errOut.String(), "unreachable") {
+		t.Fatalf("Redis unreachable:\n%s", ta.errOut)
+	}
+	keys := redisKeys(t, r.URL(), "limitscope:pace:sim:*")
+	if len(keys) == 0 {
+		t.Fatal("no shared pacing state in Redis after bench --state")
+	}
+}
+
+// redisKeys lists the keys matching pattern.
+func redisKeys(t *testing.T, url, pattern string) []string {
+	t.Helper()
+	o, err := fleet.ParseURL(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	defer c.Close()
+	keys, err := c.Keys(context.Background(), pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
