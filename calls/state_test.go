@@ -11,6 +11,7 @@ import (
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/tui"
 )
 
 // openState opens calls with --state url and extra flags: simulated with
@@ -87,5 +88,50 @@ func TestStateSimulatedStopsScopedToTheInstance(t *testing.T) {
 	}
 	if res := callOn(t, other); res.Outcome != retry.OutcomeOK {
 		t.Fatalf("a client of another simulator: %s, want ok (the stop is that instance's)", res.Outcome)
+	}
+}
+
+// The console's fleet feed brings every process's attempts, its own marked
+// as such, with no prompt or answer in them.
+func TestStateFleetFeed(t *testing.T) {
+	r := fleettest.Start(t)
+	a := openState(t, r.URL(), nil, "--sim")
+	b := openState(t, r.URL(), nil, "--sim")
+	feed := a.FleetFeed()
+	if feed == nil || !feed.Up() || strings.Contains(feed.Where(), "@") {
+		t.Fatalf("feed %v", feed)
+	}
+	// The reader starts now: read once so its start is pinned before the
+	// calls.
+	if _, err := feed.Next(context.Background(), 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Calls{b, a} {
+		if res := callOn(t, c); res.Outcome != retry.OutcomeOK {
+			t.Fatalf("call: %s", res.Outcome)
+		}
+	}
+	var got []tui.FleetEvent
+	for len(got) < 2 {
+		evs, err := feed.Next(context.Background(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			t.Fatalf("no event within 5s; got %+v", got)
+		}
+		got = append(got, evs...)
+	}
+	mine := 0
+	for _, ev := range got {
+		if ev.Target != "openai/gpt-5.4-mini" || ev.Status != 200 || ev.Class != stream.ClassOK || ev.Command != "send" {
+			t.Errorf("event %+v", ev)
+		}
+		if ev.Mine {
+			mine++
+		}
+	}
+	if mine != 1 {
+		t.Fatalf("%d of the events marked the console's own, want 1: %+v", mine, got)
 	}
 }

@@ -706,6 +706,9 @@ func (m *Model) copyCurl() tea.Cmd {
 	if a == nil {
 		return m.setStatus("No attempt to copy: tab to the attempt log and pick one.", true)
 	}
+	if fleetTag(a) != "" {
+		return m.setStatus("That attempt is another process's: its prompt is not shared, so there is no curl to copy.", true)
+	}
 	prompt := m.prompts[a.callID]
 	return tea.Batch(tea.SetClipboard(m.opts.Curl(a.attempt, prompt)), m.setStatus("Copied the attempt as curl, key redacted (OSC 52).", false))
 }
