@@ -87,7 +87,7 @@ func TestStatePasswordNeverPrinted(t *testing.T) {
 		{"wrong password in the URL", []string{"--state", "redis://default:" + pw + "@" + strings.TrimPrefix(r.URL(), "redis://")}, nil, 0, "unreachable"},
 		{"wrong REDISCLI_AUTH", []string{"--state", r.URL()}, map[string]string{"REDISCLI_AUTH": pw}, 0, "unreachable"},
 		{"malformed URL", []string{"--state", "redis://:" + pw + "@127.0.0.1:" + port + "/notadb"}, nil, 2, "--state"},
-		{"malformed URL from the environment", nil, map[string]string{"LIMITSCOPE_REDIS_URL": "redis://:" + pw + "@[::1"}, 2, "not a URL"},
+		{"malformed URL from the environment", nil, map[string]string{"LIMITSCOPE_REDIS_URL": "redis://:" + pw + "@[::1"}, 2, "LIMITSCOPE_REDIS_URL: shared state URL: not a URL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 	}
 	c.Pacing = c.Pacer
 	if err := c.openFleet(ctx, f.StateURL(env.Getenv), command, now); err != nil {
+		if f.State == "" {
+			err = fmt.Errorf("LIMITSCOPE_REDIS_URL: %w", err)
+		}
 		hist.Close(ctx, 0)
 		provs.Close()
 		return nil, err

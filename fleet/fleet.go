@@ -133,7 +133,7 @@ func Redact(raw string) string {
 func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 	ro, err := ParseURL(rawURL, o.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("--state: %w", err)
+		return nil, fmt.Errorf("shared state URL: %w", err)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 500 * time.Millisecond
