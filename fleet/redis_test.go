@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,6 +240,36 @@ func TestSharedBucket(t *testing.T) {
 	for i := 1; i < len(ready); i++ {
 		if gap := ready[i].Sub(ready[i-1]); gap < 300*time.Millisecond {
 			t.Fatalf("requests %d and %d only %s apart, want about 0.5s", i, i+1, gap)
+		}
+	}
+}
+
+// The stream carries what happened, never what was said: no prompt, no
+// answer, no key.
+func TestEventsCarryNoText(t *testing.T) {
+	r := fleettest.Start(t)
+	f, _ := openFleet(t, r.URL(), Options{Command: "send"})
+	rd := f.NewReader()
+	if _, err := rd.Next(context.Background(), 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	d := Doer{Next: &fakeDoer{results: []stream.Result{{Status: 200, Text: "the answer text"}}}, Fleet: f}
+	d.Do(context.Background(), stream.Request{Target: target, Prompt: "the prompt words", System: "the system words"}, nil)
+	evs, err := rd.Next(context.Background(), 5*time.Second)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events %+v, %v; want the one attempt", evs, err)
+	}
+	if ev := evs[0]; ev.Target != target.String() || ev.Status != 200 || !ev.Mine || ev.Command != "send" || ev.Proc != f.ID() {
+		t.Fatalf("event %+v", ev)
+	}
+	raw, err := f.rdb.XRange(context.Background(), f.key("events"), "-", "+").Result()
+	if err != nil || len(raw) != 1 {
+		t.Fatalf("XRANGE: %v %v", raw, err)
+	}
+	s := fmt.Sprint(raw[0].Values)
+	for _, word := range []string{"prompt words", "system words", "answer text", "sk-"} {
+		if strings.Contains(s, word) {
+			t.Fatalf("the stream entry carries %q: %s", word, s)
 		}
 	}
 }
