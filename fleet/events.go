@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -159,68 +157,4 @@ func idTime(id string) time.Time {
 	ms, _, _ := strings.Cut(id, "-")
 	n, _ := strconv.ParseInt(ms, 10, 64)
 	return time.UnixMilli(n)
-}
-
-// Usage is a target's use by the whole fleet over the last minute.
-type Usage struct {
-	Processes int // distinct processes that sent to it
-	PerMinute int // attempts sent
-}
-
-// Window keeps the last minute of events for fleet-wide usage. It is safe
-// for concurrent use.
-type Window struct {
-	mu     sync.Mutex
-	events []Event // oldest first
-}
-
-// Add appends events (oldest first).
-func (w *Window) Add(evs ...Event) {
-	w.mu.Lock()
-	w.events = append(w.events, evs...)
-	w.mu.Unlock()
-}
-
-// Usage returns target's usage over the minute before now, and drops older
-// events.
-func (w *Window) Usage(target string, now time.Time) Usage {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.trimLocked(now)
-	procs := map[string]bool{}
-	var u Usage
-	for _, ev := range w.events {
-		if ev.Target == target {
-			u.PerMinute++
-			procs[ev.Proc] = true
-		}
-	}
-	u.Processes = len(procs)
-	return u
-}
-
-// Targets lists the targets with events in the minute before now.
-func (w *Window) Targets(now time.Time) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.trimLocked(now)
-	seen := map[string]bool{}
-	var out []string
-	for _, ev := range w.events {
-		if !seen[ev.Target] {
-			seen[ev.Target] = true
-			out = append(out, ev.Target)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (w *Window) trimLocked(now time.Time) {
-	cut := now.Add(-time.Minute)
-	i := 0
-	for i < len(w.events) && !w.events[i].At.After(cut) {
-		i++
-	}
-	w.events = append(w.events[:0:0], w.events[i:]...)
 }
