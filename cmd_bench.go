@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/limitscope/limitscope/bench"
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -61,6 +63,7 @@ func runBench(ctx context.Context, a *app, args []string) int {
 		prompt      = fs.String("prompt", "Say hello in five words.", "the prompt every call sends")
 		maxTokens   = fs.Int("max-tokens", 64, "max tokens per answer")
 		asJSON      = fs.Bool("json", false, `print one JSON document {"policies":[...]} on stdout`)
+		stateURL    = fs.String("state", "", "share the limitscope policy's pacing and cooldowns with other processes through Redis: redis://HOST:PORT/DB (also LIMITSCOPE_REDIS_URL)")
 		allowReal   = fs.Bool("allow-real-comparisons", false, "run the comparison policies on a real account too (they spend money and ignore quota errors)")
 	)
 	fs.Var(&fallbacks, "fallback", "a fallback target, provider/model (repeatable; only the limitscope policy fails over)")
@@ -125,6 +128,18 @@ func runBench(ctx context.Context, a *app, args []string) int {
 	}
 	if *maxTokens < 1 {
 		return usageErr("--max-tokens must be at least 1, got %d", *maxTokens)
+	}
+	if url := cmp.Or(*stateURL, a.getenv("LIMITSCOPE_REDIS_URL")); url != "" {
+		fl, err := fleet.Open(ctx, url, fleet.Options{
+			Warn:    func(msg string) { fmt.Fprintf(a.stderr, "limitscope bench: %s\n", msg) },
+			Getenv:  a.getenv,
+			Command: "bench",
+		})
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		defer fl.Close()
+		cfg.Shared = fleet.Shared(fl)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "bench: "))

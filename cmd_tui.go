@@ -145,6 +145,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		// What the engine knows of a target (its cooldown, the pacer's
 		// hold) and clearing a stop: through the engine's own API.
 		TargetState: cs.Engine.TargetState,
+		Fleet:       cs.FleetFeed(), // nil without --state
 		ClearCooldown: func(_ context.Context, scope string) error {
 			return cs.History.Cooldowns().Clear(scope)
 		},

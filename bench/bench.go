@@ -46,6 +46,10 @@ type Config struct {
 	// NewPacer returns the limitscope policy's pacer, one per run; nil: a
 	// new retry.Pacer with its defaults.
 	NewPacer func() *retry.Pacer
+	// Shared, when set, puts the limitscope policy's engine on shared state
+	// (the fleet's, through Redis): it is given the run's Doer and local
+	// pacer and returns the pacing and cooldowns to use.
+	Shared func(doer retry.Doer, local *retry.Pacer) (retry.Pacing, retry.Cooldowns)
 	// Clock measures elapsed time and latency, and runs every policy's waits;
 	// nil: the wall clock.
 	Clock retry.Clock
@@ -279,9 +283,14 @@ func policyCall(cfg Config, policy string, doer retry.Doer, clock retry.Clock, r
 			pacer = defaultPacer()
 		}
 		eng := &retry.Engine{Doer: doer, Clock: clock, Pacer: pacer, Rand: rnd}
+		var cds retry.Cooldowns = retry.NewMemoryCooldowns()
+		if cfg.Shared != nil {
+			eng.Pacer, cds = cfg.Shared(doer, pacer)
+			eng.Cooldowns = cds
+		}
 		if c, ok := doer.(*Counter); ok {
 			c.learnsVia = true
-			eng.Cooldowns = learningCooldowns{Cooldowns: retry.NewMemoryCooldowns(), counter: c}
+			eng.Cooldowns = learningCooldowns{Cooldowns: cds, counter: c}
 		}
 		return func(ctx context.Context, i int) retry.Outcome {
 			res := eng.Run(ctx, retry.Call{

@@ -2,8 +2,10 @@ package calls
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -14,11 +16,16 @@ import (
 type Calls struct {
 	Providers *Providers
 	History   *History
-	Doer      retry.Doer // a stream.Router over Providers' endpoints
-	Pacer     *retry.Pacer
-	Engine    *retry.Engine
-	env       Env
-	policy    retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
+	Doer      retry.Doer   // a stream.Router over Providers' endpoints
+	Pacer     *retry.Pacer // this process's own pacer
+	// Pacing is what the engine paces with: Pacer, or with --state the
+	// fleet's shared pacing over it.
+	Pacing retry.Pacing
+	// Fleet is the shared state with --state (nil without).
+	Fleet  *fleet.Fleet
+	Engine *retry.Engine
+	env    Env
+	policy retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
 }
 
 // Open sets up a command's calls: the providers (simulated or real), the
@@ -41,9 +48,50 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		env:       env,
 		policy:    f.Policy,
 	}
-	c.Engine = &retry.Engine{Doer: c.Doer, Clock: env.Clock, Cooldowns: hist.Cooldowns(), Pacer: c.Pacer,
+	c.Pacing = c.Pacer
+	if err := c.openFleet(ctx, f.StateURL(env.Getenv), command, now); err != nil {
+		if f.State == "" {
+			err = fmt.Errorf("LIMITSCOPE_REDIS_URL: %w", err)
+		}
+		hist.Close(ctx, 0)
+		provs.Close()
+		return nil, err
+	}
+	c.Engine = &retry.Engine{Doer: c.Doer, Clock: env.Clock, Cooldowns: hist.Cooldowns(), Pacer: c.Pacing,
 		Breaker: retry.NewMemoryBreaker(retry.BreakerConfig{})}
 	return c, nil
+}
+
+// openFleet puts the calls on the shared state at url (none when ""): the
+// Doer publishes every attempt to the fleet's stream, the cooldowns and the
+// pacing are shared. An unreachable Redis is a warning, never an error: the
+// calls run on local state until it is back.
+func (c *Calls) openFleet(ctx context.Context, url, command string, now func() time.Time) error {
+	if url == "" {
+		return nil
+	}
+	stderr := c.env.stderr()
+	fl, err := fleet.Open(ctx, url, fleet.Options{
+		Warn:    func(msg string) { fmt.Fprintf(stderr, "limitscope: %s\n", msg) },
+		Getenv:  c.env.Getenv,
+		Now:     now,
+		Command: command,
+	})
+	if err != nil {
+		return err
+	}
+	c.Fleet = fl
+	inner := c.Doer
+	c.Doer = fleet.Doer{Next: inner, Fleet: fl}
+	// The history's cooldowns stay the local state under the shared ones,
+	// and every user of History.Cooldowns (the proxy, the console) sees the
+	// shared ones.
+	c.History.cool = fleet.NewCooldowns(fl, c.History.cool)
+	// One shared state per account and target: the account scope carries a
+	// simulator's instance, so simulated stops and rates stay among the
+	// clients of that simulator.
+	c.Pacing = fleet.NewPacing(fl, c.Pacer, fleet.AccountScope(inner))
+	return nil
 }
 
 // Run runs call on the engine, recording it in the history; sink sees every
@@ -56,5 +104,8 @@ func (c *Calls) Run(ctx context.Context, call retry.Call, sink func(retry.Event)
 // then stops the embedded simulator.
 func (c *Calls) Close(ctx context.Context, allowance time.Duration) {
 	c.History.Close(ctx, allowance)
+	if c.Fleet != nil {
+		_ = c.Fleet.Close()
+	}
 	c.Providers.Close()
 }

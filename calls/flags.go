@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -19,6 +20,18 @@ type Flags struct {
 	Stream  stream.Options // the timeouts
 	History HistoryFlags
 	Sim     SimFlags
+	// State is --state: the shared state's Redis URL ("": none, unless
+	// LIMITSCOPE_REDIS_URL names one; see StateURL).
+	State string
+}
+
+// StateURL is the shared state's Redis URL: --state, else
+// LIMITSCOPE_REDIS_URL, else "" (this process's own state alone).
+func (f *Flags) StateURL(getenv func(string) string) string {
+	if f.State != "" || getenv == nil {
+		return f.State
+	}
+	return getenv("LIMITSCOPE_REDIS_URL")
 }
 
 // HistoryFlags say where and whether calls are recorded.
@@ -66,6 +79,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Sim.Scenario, "scenario", "", "simulator scenario (default calm, or the scenario file's own; see limitscope sim --list)")
 	fs.StringVar(&f.Sim.ScenarioFile, "scenario-file", "", "simulator scenario file (see sim/README.md)")
 	fs.Int64Var(&f.Sim.Seed, "seed", 0, "the simulator's seed for its answers and fault draws (0: a fresh seed per run)")
+	fs.StringVar(&f.State, "state", "", "share limits, cooldowns and a live fleet view through Redis: redis://HOST:PORT/DB or rediss:// (also LIMITSCOPE_REDIS_URL; password from the URL or REDISCLI_AUTH)")
 	fs.StringVar(&f.Sim.Answer, "answer", "", "the simulator's answer shape (words, paragraph:1MB, paragraphs, code; see sim/README.md)")
 }
 
@@ -86,6 +100,11 @@ func (f *Flags) Validate() error {
 	}
 	if _, err := ParseAge(f.History.Keep); err != nil {
 		return fmt.Errorf("--keep: %w", err)
+	}
+	if f.State != "" {
+		if _, err := fleet.ParseURL(f.State, nil); err != nil {
+			return fmt.Errorf("--state: %w", err)
+		}
 	}
 	return nil
 }

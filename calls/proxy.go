@@ -130,7 +130,7 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 		Doer:      c.Doer,
 		Clock:     c.env.Clock,
 		Cooldowns: c.History.Cooldowns(),
-		Pacer:     c.Pacer,
+		Pacer:     c.Pacing,
 		Config:    cfg,
 		Available: c.Providers.Available,
 		Events:    events,

@@ -286,6 +286,9 @@ func (r *logRow) render(w int, st *theme.Styles) string {
 // proxyTag marks a proxied call's row: "proxy 88cff6f3 " (its id, short);
 // "" for a typed call's.
 func proxyTag(r *logRow) string {
+	if t := fleetTag(r); t != "" {
+		return t // another process of the fleet's (tui/fleet.go)
+	}
 	if !isExt(r.callID) {
 		return ""
 	}

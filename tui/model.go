@@ -115,6 +115,7 @@ type Model struct {
 	log     *attemptLog
 	stats   sessionStats
 	hist    *historyView
+	fleet   *fleetView // nil without Options.Fleet
 
 	callSeq int
 	call    *run                // the run in flight, nil when idle
@@ -192,6 +193,7 @@ func New(opts Options) *Model {
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
 	m.targets.cooldowns(opts.Cooldowns, m.now)
+	m.initFleet()
 	m.input.Placeholder = "Type a prompt and press enter"
 	m.input.Prompt = "> "
 	m.input.SetVirtualCursor(false)
@@ -213,7 +215,7 @@ func (m *Model) applyTheme() {
 
 // Init asks the terminal for its background colour (light or dark).
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(tea.RequestBackgroundColor, m.refreshStates())
+	return tea.Batch(tea.RequestBackgroundColor, m.refreshStates(), m.fleetListen())
 }
 
 func (m *Model) inFlight() bool { return m.call != nil }
@@ -287,6 +289,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
 		}
 		return m, tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
+	case fleetMsg:
+		return m, m.fleetUpdate(msg)
 	case extStartMsg:
 		m.now = m.opts.Now()
 		m.extStart(msg)
@@ -701,6 +705,9 @@ func (m *Model) copyCurl() tea.Cmd {
 	a := m.log.selected()
 	if a == nil {
 		return m.setStatus("No attempt to copy: tab to the attempt log and pick one.", true)
+	}
+	if fleetTag(a) != "" {
+		return m.setStatus("That attempt is another process's: its prompt is not shared, so there is no curl to copy.", true)
 	}
 	prompt := m.prompts[a.callID]
 	return tea.Batch(tea.SetClipboard(m.opts.Curl(a.attempt, prompt)), m.setStatus("Copied the attempt as curl, key redacted (OSC 52).", false))

@@ -175,6 +175,11 @@ type Options struct {
 	// ("127.0.0.1:4000"), shown in the header; "" when there is none. The
 	// proxy's token is never shown (limitscope info shows it).
 	ProxyAddr string
+
+	// Fleet is the live stream of the fleet's attempts with --state: other
+	// processes' attempts show in the attempt log, tagged with their host
+	// and command, and the targets pane shows fleet-wide usage. Nil: none.
+	Fleet FleetFeed
 }
 
 // DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil:

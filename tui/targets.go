@@ -97,6 +97,7 @@ type targetsPane struct {
 	// wrapLong lets a collapsed status wrap onto more lines (off on short
 	// terminals, where the conversation needs the rows).
 	wrapLong bool
+	fleet    func(t stream.Target, now time.Time) string // fleet-wide usage (tui/fleet.go); nil: no fleet
 
 	cache    []string
 	cacheKey string
@@ -567,6 +568,9 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	if s.proxied && i >= p.inChain {
 		extra += " · via proxy"
 	}
+	if u := p.fleetUsage(s.info.Target, now); u != "" {
+		extra += " · " + u
+	}
 	nw := min(36, w/2)
 	name := fit(p.label(i, s), nw)
 	if p.focused && i == p.cursor {
@@ -676,6 +680,9 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		for _, l := range wrap(noHeaders(s), iw) {
 			out = append(out, ind+st.Subtle.Render(l))
 		}
+	}
+	if u := p.fleetUsage(s.info.Target, now); u != "" {
+		out = append(out, ind+st.Subtle.Render(fit(u, iw)))
 	}
 	return out
 }

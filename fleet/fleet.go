@@ -1,0 +1,380 @@
+// Package fleet keeps limitscope's shared state in Redis, so that several
+// processes (laptops, CI jobs, proxies) calling the same accounts behave as
+// one: quota stops recorded by any of them block all of them (Cooldowns),
+// one request bucket and one server hold per target and account pace all of
+// them (Pacing), and every process publishes its attempts to a bounded Redis
+// stream the console reads (Doer, Reader).
+//
+// Redis is never in a call's way: every operation has a short timeout, and
+// when Redis is unreachable (at start or mid-run) the state falls back to
+// the process's own (the in-memory pacer, the local cooldowns) at once, a
+// warning is given once, and a background probe reconnects when Redis is
+// back, pushing the stops recorded meanwhile. Shared windows and expiries run
+// on Redis's clock (TIME, PTTL, stream ids), never on the machines' clocks.
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Options configure a Fleet. The zero value takes the defaults.
+type Options struct {
+	// Timeout bounds the dial and every command (default 500ms): an
+	// unreachable Redis costs a call at most this, once, before the state
+	// falls back to local.
+	Timeout time.Duration
+	// Probe is how often a Redis found away is tried again (default 1s).
+	Probe time.Duration
+	// Warn is told, once per outage, that Redis is away, and once that it
+	// is back (nil: silent). The sentences never carry a password.
+	Warn func(msg string)
+	// OnState, when set, is called with each change of reachability (tests
+	// order on it).
+	OnState func(up bool)
+	// Getenv reads REDISCLI_AUTH, the password when the URL has none (nil:
+	// os.Getenv).
+	Getenv func(string) string
+	// Now is the local clock (nil: time.Now).
+	Now func() time.Time
+	// Prefix starts every key (default "limitscope:").
+	Prefix string
+	// StreamLen bounds the events stream, approximately (default 10000).
+	StreamLen int64
+	// Host names this process in the fleet view (default os.Hostname).
+	Host string
+	// Command names what this process runs ("send", "proxy", ...).
+	Command string
+}
+
+// Fleet is one process's connection to the shared state. Its methods are
+// safe for concurrent use. Close it once.
+type Fleet struct {
+	rdb    *redis.Client
+	opt    Options
+	where  string // the URL without its password
+	id     string // this process in the fleet: host/pid/random
+	up     atomic.Bool
+	skewNs atomic.Int64 // Redis clock minus local clock
+
+	mu      sync.Mutex
+	probing bool
+	closed  bool
+	resync  []func(ctx context.Context) // run when Redis is back
+
+	done   chan struct{}
+	wg     sync.WaitGroup
+	events chan Event
+}
+
+// ParseURL checks a --state value and returns the go-redis options for it,
+// with the password from the URL or, when it has none, from getenv's
+// REDISCLI_AUTH. Its errors never quote the URL (it may hold a password).
+func ParseURL(raw string, getenv func(string) string) (*redis.Options, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("not a URL (want redis://HOST:PORT/DB or rediss://...)")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, fmt.Errorf("scheme %q: want redis:// or rediss://", u.Scheme)
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		// go-redis's own messages name the part that is wrong; keep only
+		// them, never the URL.
+		return nil, fmt.Errorf("%s: %w", Redact(raw), errors.New(redactIn(err.Error(), u)))
+	}
+	if opt.Password == "" {
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		opt.Password = getenv("REDISCLI_AUTH")
+	}
+	return opt, nil
+}
+
+// redactIn removes u's password from s.
+func redactIn(s string, u *url.URL) string {
+	if u.User == nil {
+		return s
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return strings.ReplaceAll(s, pw, "xxxxx")
+	}
+	return s
+}
+
+// Redact returns a --state URL with its password replaced by "xxxxx", for
+// display; a value that does not parse is shown as "redis://(invalid)".
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "redis://(invalid)"
+	}
+	return u.Redacted()
+}
+
+// Open connects to the Redis at rawURL. Only a malformed URL is an error: an
+// unreachable Redis gives a Fleet running on local state (Warn is told) that
+// reconnects in the background.
+func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
+	ro, err := ParseURL(rawURL, o.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("shared state URL: %w", err)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 500 * time.Millisecond
+	}
+	if o.Probe <= 0 {
+		o.Probe = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Prefix == "" {
+		o.Prefix = "limitscope:"
+	}
+	if o.StreamLen <= 0 {
+		o.StreamLen = 10000
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+	ro.PoolTimeout = o.Timeout
+	ro.ContextTimeoutEnabled = true
+	ro.MaxRetries = -1 // no retries: a failure falls back at once
+	ro.DisableIdentity = true
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
+	f := &Fleet{
+		rdb:    redis.NewClient(ro),
+		opt:    o,
+		where:  Redact(rawURL),
+		id:     processID(o.Host),
+		done:   make(chan struct{}),
+		events: make(chan Event, 1024),
+	}
+	if err := f.ping(ctx); err != nil {
+		f.down(err)
+	} else {
+		f.up.Store(true)
+		f.notify(true)
+	}
+	f.wg.Add(1)
+	go f.publish()
+	return f, nil
+}
+
+// quiet is go-redis's logger for limitscope: its pool logs dial failures
+// on stderr by itself, and the Fleet says what matters once (Warn).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// quietOnce installs quiet. go-redis has one logger per program, not per
+// client; it is set once, before the first client, and never changed.
+var quietOnce sync.Once
+
+// processID names this process: host, pid and a random suffix.
+func processID(host string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + hex.EncodeToString(b[:])
+}
+
+// ID is this process's name in the fleet view.
+func (f *Fleet) ID() string { return f.id }
+
+// Where is the Redis URL without its password.
+func (f *Fleet) Where() string { return f.where }
+
+// Up reports whether the shared state is in use (Redis answered last).
+func (f *Fleet) Up() bool { return f.up.Load() }
+
+// key returns the full key of name.
+func (f *Fleet) key(name string) string { return f.opt.Prefix + name }
+
+// ctx bounds one command by the timeout.
+func (f *Fleet) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, f.opt.Timeout)
+}
+
+// ping checks Redis and measures its clock against ours.
+func (f *Fleet) ping(ctx context.Context) error {
+	c, cancel := f.ctx(ctx)
+	defer cancel()
+	before := f.opt.Now()
+	t, err := f.rdb.Time(c).Result()
+	if err != nil {
+		return err
+	}
+	after := f.opt.Now()
+	mid := before.Add(after.Sub(before) / 2)
+	f.skewNs.Store(int64(t.Sub(mid)))
+	return nil
+}
+
+// redisNow is the local clock read as Redis's.
+func (f *Fleet) redisNow() time.Time {
+	return f.opt.Now().Add(time.Duration(f.skewNs.Load()))
+}
+
+// localTime converts a Redis clock reading to the local clock.
+func (f *Fleet) localTime(t time.Time) time.Time {
+	return t.Add(-time.Duration(f.skewNs.Load()))
+}
+
+// failed takes the outcome of a Redis command: nil and redis.Nil mean Redis
+// answered; anything else (but the caller's own cancellation) takes the
+// shared state down until the probe finds it back. It reports whether err
+// was such a failure.
+func (f *Fleet) failed(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	if ctx != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return true // the caller gave up: not Redis's fault
+	}
+	var re redis.Error
+	if errors.As(err, &re) && !isConnError(err) {
+		return true // Redis answered with an error (a script bug): not an outage
+	}
+	f.down(err)
+	return true
+}
+
+func isConnError(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return true
+	}
+	msg := re.Error()
+	for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "NOAUTH", "WRONGPASS"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// down marks the shared state away, warns once for this outage and starts
+// the probe.
+func (f *Fleet) down(err error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.up.Store(false)
+	start := !f.probing
+	f.probing = true
+	if start {
+		f.wg.Add(1)
+	}
+	f.mu.Unlock()
+	if start {
+		f.warn(fmt.Sprintf("shared state at %s unreachable (%s); using this process's own state until it is back", f.where, describe(err)))
+		f.notify(false)
+		go f.probe()
+	}
+}
+
+// describe is an error's text for a warning, without any password (go-redis
+// errors never carry one; the URL is never in them).
+func describe(err error) string {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return "no answer in time"
+	}
+	return err.Error()
+}
+
+func (f *Fleet) warn(msg string) {
+	if f.opt.Warn != nil {
+		f.opt.Warn(msg)
+	}
+}
+
+func (f *Fleet) notify(up bool) {
+	if f.opt.OnState != nil {
+		f.opt.OnState(up)
+	}
+}
+
+// probe tries Redis every Probe until it answers, then resyncs and marks
+// the shared state up.
+func (f *Fleet) probe() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.opt.Probe)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-t.C:
+		}
+		if err := f.ping(context.Background()); err != nil {
+			continue
+		}
+		f.mu.Lock()
+		hooks := append([]func(context.Context){}, f.resync...)
+		f.mu.Unlock()
+		for _, h := range hooks {
+			h(context.Background())
+		}
+		f.mu.Lock()
+		f.probing = false
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			return
+		}
+		f.up.Store(true)
+		f.warn(fmt.Sprintf("shared state at %s is back", f.where))
+		f.notify(true)
+		return
+	}
+}
+
+// onResync adds a hook run when Redis is back after an outage.
+func (f *Fleet) onResync(h func(ctx context.Context)) {
+	f.mu.Lock()
+	f.resync = append(f.resync, h)
+	f.mu.Unlock()
+}
+
+// Close stops the probe and the publisher (events not yet written are
+// dropped) and closes the connections.
+func (f *Fleet) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.mu.Unlock()
+	close(f.done)
+	f.wg.Wait()
+	f.up.Store(false)
+	if err := f.rdb.Close(); err != nil {
+		return fmt.Errorf("closing the shared state: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseURL(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	o, err := ParseURL("rediss://user:pw1@cache.example:6380/2", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.TLSConfig == nil || o.Addr != "cache.example:6380" || o.DB != 2 || o.Username != "user" || o.Password != "pw1" {
+		t.Fatalf("rediss URL: TLS %v addr %s db %d user %s", o.TLSConfig != nil, o.Addr, o.DB, o.Username)
+	}
+	o, err = ParseURL("redis://127.0.0.1:6379/0", env(map[string]string{"REDISCLI_AUTH": "from-env"}))
+	if err != nil || o.Password != "from-env" || o.TLSConfig != nil {
+		t.Fatalf("REDISCLI_AUTH: %v %q", err, o.Password)
+	}
+	o, _ = ParseURL("redis://:in-url@127.0.0.1:6379/0", env(map[string]string{"REDISCLI_AUTH": "from-env"}))
+	if o.Password != "in-url" {
+		t.Fatalf("the URL's password should win over REDISCLI_AUTH, got %q", o.Password)
+	}
+	for _, bad := range []string{"http://:pw-secret@h/0", "redis://:pw-secret@h:1/x", "redis://:pw-secret@[::1", "pw-secret"} {
+		_, err := ParseURL(bad, env(nil))
+		if err == nil {
+			t.Errorf("%q: no error", bad)
+		} else if strings.Contains(err.Error(), "pw-secret") {
+			t.Errorf("%q: the error shows the password: %v", bad, err)
+		}
+	}
+	if r := Redact("redis://u:pw-secret@h:1/0"); strings.Contains(r, "pw-secret") || !strings.Contains(r, "h:1") {
+		t.Errorf("Redact: %q", r)
+	}
+}
+
+// FuzzParseURL: no --state value panics ParseURL or Redact, and neither
+// ever shows the URL's password.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379/0", "rediss://u:p@h:1/2", "redis://:p@[::1", "redis://h/x?dial_timeout=1s", "%zz", ""} {
+		f.Add(s, "secret-pw")
+	}
+	f.Fuzz(func(t *testing.T, host, pw string) {
+		if len(pw) < 6 || strings.ContainsAny(pw, "@/:?#%[]") || strings.Contains(host, pw) {
+			return
+		}
+		raw := "redis://user:" + pw + "@" + host
+		red := Redact(raw)
+		_, err := ParseURL(raw, func(string) string { return "" })
+		if strings.Contains(red, pw) {
+			t.Fatalf("Redact(%q) = %q shows the password", raw, red)
+		}
+		if err != nil && strings.Contains(err.Error(), pw) {
+			t.Fatalf("ParseURL(%q): %v shows the password", raw, err)
+		}
+	})
+}
