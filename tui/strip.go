@@ -1,0 +1,228 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
+)
+
+// stripLegend is said once under the targets' strips.
+const stripLegend = "strips: a column a response · R 429 · O overload · Q quota · B broken · → failover · t timeline"
+
+// stripCol is one column of a target's strips: one response (or the
+// failover after it).
+type stripCol struct {
+	req, tok, ttft, total cell
+}
+
+// stripData is a target's strips, ready to draw: its columns and the
+// latest figures beside them.
+type stripData struct {
+	cols                    []stripCol
+	hasReq, hasTok, hasTTFT bool
+	hasTime                 bool // some response took measurable time
+	reqNow, tokNow          string
+	ttftNow, totalNow       string
+}
+
+// reqWindow is the requests window a strip draws, nil when none.
+func reqWindow(l *stream.Limits) *stream.Window {
+	if l == nil {
+		return nil
+	}
+	return l.Requests
+}
+
+// tokWindow is the tokens window a strip draws: the total's, else the
+// input tokens'.
+func tokWindow(l *stream.Limits) *stream.Window {
+	if l == nil {
+		return nil
+	}
+	if l.Tokens != nil && l.Tokens.HasLimit {
+		return l.Tokens
+	}
+	return l.InputTokens
+}
+
+// leftCell is a response's cell for what a window left: its height the
+// share left, drawn low (warn) under a tenth; "·" when the response said
+// nothing of it.
+func leftCell(w *stream.Window) (cell, bool) {
+	if w == nil || !w.HasRemaining || !w.HasLimit || w.Limit <= 0 {
+		return cell{"·", cellSubtle}, false
+	}
+	f := float64(w.Remaining) / float64(w.Limit)
+	s := cellStrip
+	if f < 0.1 {
+		s = cellStripLow
+	}
+	return cell{level(f), s}, true
+}
+
+func windowWords(w *stream.Window) string {
+	if w == nil || !w.HasRemaining {
+		return ""
+	}
+	s := fmtCount(w.Remaining)
+	if w.HasLimit {
+		s += "/" + fmtCount(w.Limit)
+	}
+	return s
+}
+
+// stripOf builds a target's strips from its attempts, the newest n
+// columns.
+func stripOf(atts []*tlAttempt, n int) stripData {
+	var d stripData
+	var longest time.Duration
+	for _, x := range atts {
+		longest = max(longest, x.a.Duration)
+	}
+	d.hasTime = longest > 0
+	lat := func(v time.Duration) cell {
+		if v <= 0 || longest <= 0 {
+			return cell{" ", cellPlain}
+		}
+		return cell{level(float64(v) / float64(longest)), cellStrip}
+	}
+	for _, x := range atts {
+		a := &x.a
+		c := stripCol{ttft: lat(a.TTFT), total: lat(a.Duration), tok: cell{" ", cellPlain}}
+		if a.Class == stream.ClassOK && !a.MidStream {
+			var ok bool
+			c.req, ok = leftCell(reqWindow(a.Limits))
+			d.hasReq = d.hasReq || ok
+			if !ok {
+				c.req = cell{"✓", classCell(stream.ClassOK)}
+			}
+			c.tok, ok = leftCell(tokWindow(a.Limits))
+			d.hasTok = d.hasTok || ok
+			d.totalNow = fmtDur(a.Duration)
+			if a.TTFT > 0 {
+				d.ttftNow = fmtDur(a.TTFT)
+			}
+		} else {
+			c.req = cell{markOf(a), classCell(a.Class)}
+		}
+		d.hasTTFT = d.hasTTFT || a.TTFT > 0
+		if s := windowWords(reqWindow(a.Limits)); s != "" {
+			d.reqNow = s
+		}
+		if s := windowWords(tokWindow(a.Limits)); s != "" {
+			d.tokNow = s
+		}
+		d.cols = append(d.cols, c)
+		if x.moved {
+			sp := cell{" ", cellPlain}
+			d.cols = append(d.cols, stripCol{req: cell{"→", cellJoin}, tok: sp, ttft: sp, total: sp})
+		}
+	}
+	if len(d.cols) > n {
+		d.cols = d.cols[len(d.cols)-n:]
+	}
+	return d
+}
+
+func (d *stripData) row(f func(stripCol) cell, n int) cells {
+	r := make(cells, 0, n)
+	for _, c := range d.cols {
+		r = append(r, f(c))
+	}
+	for len(r) < n {
+		r = append(r, cell{" ", cellPlain})
+	}
+	return r
+}
+
+// stripLines renders a target's strips in w cells under ind: what each
+// response left of the requests and tokens limits, the marks of its
+// failures and failovers, then latency (time to first token, total).
+// short keeps requests and the total latency only.
+func stripLines(atts []*tlAttempt, w int, st *theme.Styles, ind string, short bool) []string {
+	if len(atts) == 0 || w < 20 {
+		return nil
+	}
+	const lw, vw = 5, 9
+	n := w - lw - vw - 1
+	d := stripOf(atts, n)
+	line := func(label string, f func(stripCol) cell, val string) string {
+		return ind + fit(st.Subtle.Render(fit(label, lw))+d.row(f, n).render(st)+" "+st.Subtle.Render(val), w)
+	}
+	first := "resp"
+	if d.hasReq {
+		first = "req"
+	}
+	out := []string{line(first, func(c stripCol) cell { return c.req }, d.reqNow)}
+	if d.hasTok && !short {
+		out = append(out, line("tok", func(c stripCol) cell { return c.tok }, d.tokNow))
+	}
+	if d.hasTTFT && !short {
+		out = append(out, line("ttft", func(c stripCol) cell { return c.ttft }, d.ttftNow))
+	}
+	if d.hasTime {
+		out = append(out, line("time", func(c stripCol) cell { return c.total }, d.totalNow))
+	}
+	return out
+}
+
+// stripLine is a target's strips in one line, for a narrow terminal:
+// requests left with the marks, then the total latency.
+func stripLine(atts []*tlAttempt, w int, st *theme.Styles, ind string) string {
+	if len(atts) == 0 || w < 30 {
+		return ""
+	}
+	if n := min(24, (w-len(ind)-25)/2); n < 4 {
+		return ""
+	}
+	const vw = 8 // "498/500", "2000/10k"
+	n := min(24, (w-len(ind)-25)/2)
+	d := stripOf(atts, n)
+	first := "resp "
+	if d.hasReq {
+		first = "req "
+	}
+	s := ind + st.Subtle.Render(first) + d.row(func(c stripCol) cell { return c.req }, n).render(st) + " " + st.Subtle.Render(fit(d.reqNow, vw))
+	if d.hasTime {
+		s += st.Subtle.Render(" time ") + d.row(func(c stripCol) cell { return c.total }, n).render(st) + " " + st.Subtle.Render(d.totalNow)
+	}
+	return fit(s, w)
+}
+
+// The strips' forms in the long form of the pane: all of them, one line a
+// target when the pane is short of rows, none when even that does not fit.
+const (
+	stripsFull  = iota
+	stripsShort // requests and total latency
+	stripsLine
+	stripsNone
+)
+
+// strips is a target's strips in the pane's long form.
+func (p *targetsPane) strips(s *targetState, w int, st *theme.Styles, ind string) []string {
+	if p.noStrips || p.tl == nil || !s.info.Available || p.stripForm == stripsNone {
+		return nil
+	}
+	atts := p.tl.of(s.info.Target)
+	if p.stripForm == stripsLine {
+		if l := stripLine(atts, w+len(ind), st, ind); l != "" {
+			return []string{l}
+		}
+		return nil
+	}
+	return stripLines(atts, w, st, ind, p.stripForm == stripsShort)
+}
+
+// stripLine is a target's strips in the collapsed form's one line.
+func (p *targetsPane) stripLine(s *targetState, w int, st *theme.Styles) string {
+	if p.noStrips || p.tl == nil || !s.info.Available || !p.wrapLong {
+		return "" // a short terminal's rows are the conversation's
+	}
+	return stripLine(p.tl.of(s.info.Target), w, st, "    ")
+}
+
+// stripsShown reports whether any target has a strip (the legend shows).
+func (p *targetsPane) stripsShown() bool {
+	return !p.noStrips && p.tl != nil && len(p.tl.atts) > 0
+}
