@@ -144,10 +144,10 @@ func (h helpKeys) ShortHelp() []key.Binding {
 func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
 	return [][]key.Binding{
-		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit},
+		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit, k.Timeline},
 		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
 		{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse},
-		{k.History, k.Timeline, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
+		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}
 }
 

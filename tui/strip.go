@@ -77,7 +77,7 @@ func windowWords(w *stream.Window) string {
 func stripOf(atts []*tlAttempt, n int) stripData {
 	var d stripData
 	var longest time.Duration
-	for _, x := range atts {
+	for _, x := range atts[max(0, len(atts)-n):] {
 		longest = max(longest, x.a.Duration)
 	}
 	d.hasTime = longest > 0
@@ -86,6 +86,9 @@ func stripOf(atts []*tlAttempt, n int) stripData {
 			return cell{" ", cellPlain}
 		}
 		return cell{level(float64(v) / float64(longest)), cellStrip}
+	}
+	if len(atts) > n {
+		atts = atts[len(atts)-n:] // each response is at least a column
 	}
 	for _, x := range atts {
 		a := &x.a
@@ -199,19 +202,44 @@ const (
 	stripsNone
 )
 
+// stripKey is one drawing of a target's strips.
+type stripKey struct {
+	t         stream.Target
+	form, w   int
+	collapsed bool
+	ver       int
+}
+
+// cachedStrips returns a target's strips as drawn for this version of the
+// timeline, drawing them only when new data came (or the pane was
+// invalidated: a resize, a theme).
+func (p *targetsPane) cachedStrips(k stripKey, draw func([]*tlAttempt) []string) []string {
+	if out, ok := p.stripCache[k]; ok {
+		return out
+	}
+	if p.stripCache == nil {
+		p.stripCache = map[stripKey][]string{}
+	}
+	out := draw(p.tl.of(k.t))
+	p.stripCache[k] = out
+	return out
+}
+
 // strips is a target's strips in the pane's long form.
 func (p *targetsPane) strips(s *targetState, w int, st *theme.Styles, ind string) []string {
 	if p.noStrips || p.tl == nil || !s.info.Available || p.stripForm == stripsNone {
 		return nil
 	}
-	atts := p.tl.of(s.info.Target)
-	if p.stripForm == stripsLine {
-		if l := stripLine(atts, w+len(ind), st, ind); l != "" {
-			return []string{l}
+	form := p.stripForm
+	return p.cachedStrips(stripKey{t: s.info.Target, form: form, w: w, ver: p.tl.ver}, func(atts []*tlAttempt) []string {
+		if form == stripsLine {
+			if l := stripLine(atts, w+len(ind), st, ind); l != "" {
+				return []string{l}
+			}
+			return nil
 		}
-		return nil
-	}
-	return stripLines(atts, w, st, ind, p.stripForm == stripsShort)
+		return stripLines(atts, w, st, ind, form == stripsShort)
+	})
 }
 
 // stripLine is a target's strips in the collapsed form's one line.
@@ -219,7 +247,10 @@ func (p *targetsPane) stripLine(s *targetState, w int, st *theme.Styles) string 
 	if p.noStrips || p.tl == nil || !s.info.Available || !p.wrapLong {
 		return "" // a short terminal's rows are the conversation's
 	}
-	return stripLine(p.tl.of(s.info.Target), w, st, "    ")
+	out := p.cachedStrips(stripKey{t: s.info.Target, w: w, collapsed: true, ver: p.tl.ver}, func(atts []*tlAttempt) []string {
+		return []string{stripLine(atts, w, st, "    ")}
+	})
+	return out[0]
 }
 
 // stripsShown reports whether any target has a strip (the legend shows).

@@ -102,6 +102,10 @@ type targetsPane struct {
 	noStrips  bool  // strips off (benchmarks compare)
 	rows      int   // the long form's rows: strips shrink to fit them (0: no bound)
 	stripForm int   // the strips' form this render: stripsFull, stripsLine, stripsNone
+	// stripCache holds each target's strips as drawn, by target, form and
+	// width, for the timeline's version: a tick redraws the pane, not them.
+	stripCache map[stripKey][]string
+	fitForm    int // the richest form that fit at the last render since new data: a tick starts there
 }
 
 func newTargetsPane(infos []TargetInfo, chain []stream.Target) *targetsPane {
@@ -129,7 +133,7 @@ func newTargetsPane(infos []TargetInfo, chain []stream.Target) *targetsPane {
 	return p
 }
 
-func (p *targetsPane) invalidate() { p.cacheKey = "" }
+func (p *targetsPane) invalidate() { p.cacheKey, p.stripCache, p.fitForm = "", nil, stripsFull }
 
 func (p *targetsPane) get(t stream.Target) *targetState {
 	for _, s := range p.list {
@@ -493,9 +497,10 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	if key == p.cacheKey {
 		return p.cache
 	}
-	out := p.render(w, collapsed, now, st, stripsFull)
-	for f := stripsShort; !collapsed && p.rows > 0 && len(out) > p.rows && f <= stripsNone; f++ {
-		out = p.render(w, collapsed, now, st, f) // the strips give way to the states
+	out := p.render(w, collapsed, now, st, p.fitForm)
+	for !collapsed && p.rows > 0 && len(out) > p.rows && p.fitForm < stripsNone {
+		p.fitForm++
+		out = p.render(w, collapsed, now, st, p.fitForm) // the strips give way to the states
 	}
 	p.cache, p.cacheKey = out, key
 	return out
