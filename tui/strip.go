@@ -46,10 +46,37 @@ func tokWindow(l *stream.Limits) *stream.Window {
 	return l.InputTokens
 }
 
+// scaleOf is the range a strip's heights span: from nothing left to the
+// limit, or, when every response in view left more than three quarters of
+// it, zoomed to the range seen (a 500-a-minute limit drained by a few
+// calls still shows the drain; the figures beside it stay exact).
+type scaleOf struct{ lo, hi float64 }
+
+func stripScale(atts []*tlAttempt, win func(*stream.Limits) *stream.Window) scaleOf {
+	lo, hi := -1.0, 0.0
+	for _, x := range atts {
+		w := win(x.a.Limits)
+		if w == nil || !w.HasRemaining || !w.HasLimit || w.Limit <= 0 {
+			continue
+		}
+		r := float64(w.Remaining)
+		if lo < 0 || r < lo {
+			lo = r
+		}
+		hi = max(hi, float64(w.Limit))
+	}
+	if lo < 0 || hi-lo >= hi/4 {
+		return scaleOf{0, 1}
+	}
+	// Zoomed: the lowest seen sits at a third of the height.
+	span := max(1, hi-lo)
+	return scaleOf{(lo - span/2) / hi, 1}
+}
+
 // leftCell is a response's cell for what a window left: its height the
-// share left, drawn low (warn) under a tenth; "·" when the response said
-// nothing of it.
-func leftCell(w *stream.Window) (cell, bool) {
+// share left (on the strip's scale), drawn low (warn) under a tenth of the
+// limit; "·" when the response said nothing of it.
+func leftCell(w *stream.Window, sc scaleOf) (cell, bool) {
 	if w == nil || !w.HasRemaining || !w.HasLimit || w.Limit <= 0 {
 		return cell{"·", cellSubtle}, false
 	}
@@ -57,6 +84,9 @@ func leftCell(w *stream.Window) (cell, bool) {
 	s := cellStrip
 	if f < 0.1 {
 		s = cellStripLow
+	}
+	if sc.hi > sc.lo {
+		f = (f - sc.lo) / (sc.hi - sc.lo)
 	}
 	return cell{level(f), s}, true
 }
@@ -90,17 +120,18 @@ func stripOf(atts []*tlAttempt, n int) stripData {
 	if len(atts) > n {
 		atts = atts[len(atts)-n:] // each response is at least a column
 	}
+	reqScale, tokScale := stripScale(atts, reqWindow), stripScale(atts, tokWindow)
 	for _, x := range atts {
 		a := &x.a
 		c := stripCol{ttft: lat(a.TTFT), total: lat(a.Duration), tok: cell{" ", cellPlain}}
 		if a.Class == stream.ClassOK && !a.MidStream {
 			var ok bool
-			c.req, ok = leftCell(reqWindow(a.Limits))
+			c.req, ok = leftCell(reqWindow(a.Limits), reqScale)
 			d.hasReq = d.hasReq || ok
 			if !ok {
 				c.req = cell{"✓", classCell(stream.ClassOK)}
 			}
-			c.tok, ok = leftCell(tokWindow(a.Limits))
+			c.tok, ok = leftCell(tokWindow(a.Limits), tokScale)
 			d.hasTok = d.hasTok || ok
 			d.totalNow = fmtDur(a.Duration)
 			if a.TTFT > 0 {

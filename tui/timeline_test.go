@@ -391,3 +391,28 @@ func TestTlogBounded(t *testing.T) {
 		t.Errorf("kept %d attempts from N=%d", len(l.atts), l.atts[0].a.N)
 	}
 }
+
+// TestStripZoomsToTheDrain: a 500-a-minute limit drained by three calls
+// still shows the drain (the heights zoom to the range seen), and a limit
+// drained past a quarter is drawn on its whole height.
+func TestStripZoomsToTheDrain(t *testing.T) {
+	strip := func(left ...int64) string {
+		l := newTlog(nil)
+		for i, r := range left {
+			l.attempt("c", &retry.Attempt{Target: openai, Status: 200, Class: stream.ClassOK, StartedAt: t0.Add(time.Duration(i) * time.Second),
+				Limits: &stream.Limits{Requests: &stream.Window{Limit: 500, Remaining: r, HasLimit: true, HasRemaining: true}}}, t0)
+		}
+		var s string
+		for _, c := range stripOf(l.of(openai), 20).cols {
+			s += c.req.g
+		}
+		return s
+	}
+	got := []rune(strip(499, 498, 497))
+	if len(got) != 3 || !(got[0] > got[1] && got[1] > got[2]) {
+		t.Errorf("499, 498, 497 of 500 drew %q: no drain", string(got))
+	}
+	if got, want := strip(500, 250, 100), level(1)+level(0.5)+level(0.2); got != want {
+		t.Errorf("500, 250, 100 of 500 drew %q, want %q", got, want)
+	}
+}
