@@ -53,7 +53,7 @@ func tokWindow(l *stream.Limits) *stream.Window {
 type scaleOf struct{ lo, hi float64 }
 
 func stripScale(atts []*tlAttempt, win func(*stream.Limits) *stream.Window) scaleOf {
-	lo, hi := -1.0, 0.0
+	lo, hi, top := -1.0, 0.0, 0.0
 	for _, x := range atts {
 		w := win(x.a.Limits)
 		if w == nil || !w.HasRemaining || !w.HasLimit || w.Limit <= 0 {
@@ -63,9 +63,10 @@ func stripScale(atts []*tlAttempt, win func(*stream.Limits) *stream.Window) scal
 		if lo < 0 || r < lo {
 			lo = r
 		}
-		hi = max(hi, float64(w.Limit))
+		hi, top = max(hi, float64(w.Limit)), max(top, r)
 	}
-	if lo < 0 || hi-lo >= hi/4 {
+	if lo < 0 || top == lo || hi-lo >= hi/4 {
+		// Nothing seen, nothing changed, or a drain the whole height shows.
 		return scaleOf{0, 1}
 	}
 	// Zoomed: the lowest seen sits at a third of the height.
