@@ -55,6 +55,9 @@ type scaleOf struct{ lo, hi float64 }
 func stripScale(atts []*tlAttempt, win func(*stream.Limits) *stream.Window) scaleOf {
 	lo, hi, top := -1.0, 0.0, 0.0
 	for _, x := range atts {
+		if x.a.Class != stream.ClassOK || x.a.MidStream {
+			continue // a failure is drawn as its mark, not a height
+		}
 		w := win(x.a.Limits)
 		if w == nil || !w.HasRemaining || !w.HasLimit || w.Limit <= 0 {
 			continue
@@ -202,24 +205,28 @@ func stripLines(atts []*tlAttempt, w int, st *theme.Styles, ind string, short bo
 	return out
 }
 
-// stripLine is a target's strips in one line, for a narrow terminal:
-// requests left with the marks, then the total latency.
+// stripLine is a target's strips in one line, for a narrow terminal or a
+// pane short of rows: requests left with the marks, then (when there is
+// room for both) the total latency.
 func stripLine(atts []*tlAttempt, w int, st *theme.Styles, ind string) string {
-	if len(atts) == 0 || w < 30 {
-		return ""
-	}
-	if n := min(24, (w-len(ind)-25)/2); n < 4 {
-		return ""
-	}
 	const vw = 8 // "498/500", "2000/10k"
-	n := min(24, (w-len(ind)-25)/2)
+	room := w - len(ind) - 4 - 1 - vw
+	withTime := room >= 40
+	n := room
+	if withTime {
+		n = (room - 6 - 1 - 5) / 2
+	}
+	n = min(24, n)
+	if len(atts) == 0 || n < 4 {
+		return ""
+	}
 	d := stripOf(atts, n)
 	first := "resp "
 	if d.hasReq {
 		first = "req "
 	}
 	s := ind + st.Subtle.Render(first) + d.row(func(c stripCol) cell { return c.req }, n).render(st) + " " + st.Subtle.Render(fit(d.reqNow, vw))
-	if d.hasTime {
+	if withTime && d.hasTime {
 		s += st.Subtle.Render(" time ") + d.row(func(c stripCol) cell { return c.total }, n).render(st) + " " + st.Subtle.Render(d.totalNow)
 	}
 	return fit(s, w)
