@@ -531,7 +531,7 @@ func (p *targetsPane) render(w int, collapsed bool, now time.Time, st *theme.Sty
 	if len(out) == 0 {
 		out = append(out, st.Subtle.Render("No target in the chain: tab here, space adds one."))
 	}
-	if !collapsed && p.stripsShown() && form != stripsNone {
+	if !collapsed && p.stripsShown() && form == stripsFull { // short of rows: the strips before their legend
 		if n := len(out); n > 0 && out[n-1] != "" {
 			out = append(out, "")
 		}
