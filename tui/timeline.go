@@ -205,7 +205,7 @@ func tlogOf(calls []CallDetail) *tlog {
 	for _, c := range calls {
 		for i := range c.Attempts {
 			a := &c.Attempts[i]
-			if a.Paced > 0 && !a.StartedAt.IsZero() {
+			if a.Paced >= scales[0] && !a.StartedAt.IsZero() { // a shorter hold is no span at any zoom
 				l.addWait(tlWait{call: c.ID, target: a.Target, from: a.StartedAt.Add(-a.Paced), until: a.StartedAt,
 					source: stream.SourceReset, pacing: true})
 			}

@@ -89,7 +89,8 @@ func (s *sessionHistory) calls() []CallDetail {
 		RetryAfter: dur(2 * time.Second), DelaySource: stream.SourceRetryAfter, Waited: 2 * time.Second, Decision: retry.DecideRetry}
 	r2 := retry.Attempt{N: 2, Target: openai, Status: 429, Class: stream.ClassRateLimit, Code: "rate_limit_exceeded", StartedAt: t0.Add(22 * time.Second),
 		RetryAfter: dur(30 * time.Second), DelaySource: stream.SourceRetryAfter, Decision: retry.DecideFailover, Message: "Rate limit reached."}
-	a3 := retry.Attempt{N: 3, Target: anthropic, Status: 200, Class: stream.ClassOK, StartedAt: t0.Add(22 * time.Second), Duration: 2 * time.Second, TTFT: 400 * time.Millisecond}
+	a3 := retry.Attempt{N: 3, Target: anthropic, Status: 200, Class: stream.ClassOK, StartedAt: t0.Add(22 * time.Second), Duration: 2 * time.Second, TTFT: 400 * time.Millisecond,
+		Paced: 200 * time.Microsecond} // the store's tiny pacing holds: no span
 	mk := func(id, sess string, at time.Time, as ...retry.Attempt) CallDetail {
 		return CallDetail{CallSummary: CallSummary{ID: id, Session: sess, Time: at, Outcome: retry.OutcomeOK, Attempts: len(as), PromptHead: "call " + id}, Attempts: as}
 	}
@@ -329,6 +330,12 @@ func TestHistoryTimelineReadsTheSession(t *testing.T) {
 		if !strings.Contains(scr, want) {
 			t.Errorf("history timeline lacks %q:\n%s", want, scr)
 		}
+	}
+	if strings.Contains(scr, "paced") {
+		t.Errorf("a hold under 100ms is drawn:\n%s", scr)
+	}
+	if !strings.Contains(scr, "←/→ attempt") {
+		t.Errorf("the footer lacks the timeline's keys:\n%s", scr)
 	}
 	if got := len(h.m.hist.tl.atts); got != 6 {
 		t.Errorf("%d attempts on the timeline, want 6", got)

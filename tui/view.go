@@ -283,7 +283,7 @@ func (m *Model) renderHeader(w int) string {
 }
 
 func (m *Model) footer(w int) string {
-	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.canFailOver(), m.st.Dark)
+	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.canFailOver(), m.st.Dark, m.hist.tl != nil)
 	if key != m.footerKey {
 		m.footerKey, m.footerLine = key, m.renderFooter(w)
 	}
