@@ -143,7 +143,7 @@ func markOf(a *retry.Attempt) string {
 }
 
 // markLegend says what each mark means.
-const markLegend = "✓ ok · R rate limit · O overload · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled · → failover"
+const markLegend = "✓ ok · R rate limit · O overload · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled"
 
 // levels are a strip's eight heights, lowest first.
 var levels = []string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}

@@ -227,7 +227,7 @@ func (v *timelineView) render(l *tlog, w, h, lw int, start, now time.Time, st *t
 		return padLines(out, w, h)
 	}
 	sel := v.sel(l)
-	legend := wrap(markLegend+" · ━ the call waited · ┄ the server asked, the call moved on", w)
+	legend := wrap(markLegend+" · ↓ failover · ━ the call waited · ┄ the server asked, the call moved on", w)
 	detail := v.detail(l, sel, w, st)
 	room := h - 1 - len(legend) - 1 - len(detail) - 1
 	lanes := l.lanes
