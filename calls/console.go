@@ -162,6 +162,9 @@ func summary(c *store.Call) tui.CallSummary {
 	if c.ServedBy != nil {
 		s.ServedBy = c.ServedBy.String()
 	}
+	if c.Session != 0 {
+		s.Session = strconv.FormatUint(uint64(c.Session), 10) // the history's timeline groups a session's calls
+	}
 	s.Duration = c.Latency()
 	head := c.Prompt
 	if head == "" && len(c.Chain) > 0 {

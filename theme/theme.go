@@ -75,6 +75,15 @@ type Styles struct {
 	Status      lipgloss.Style // the status line
 	StatusError lipgloss.Style // an error on the status line
 
+	// Charts: the targets' strips and the timeline. Marks are letters too
+	// (their colour is Class's), so NO_COLOR loses nothing.
+	Strip     lipgloss.Style // a strip's cells: what is left of a limit, latency
+	StripLow  lipgloss.Style // a strip's cell where a limit is (nearly) spent
+	SpanWait  lipgloss.Style // a wait the call took (━ on the timeline)
+	SpanAsked lipgloss.Style // the server's asked delay after the call moved on (┄)
+	Join      lipgloss.Style // a failover: the arrow between two lanes, → in a strip
+	Axis      lipgloss.Style // the timeline's time axis and a lane's baseline
+
 	Help  help.Styles      // the bubbles/help styles
 	Input textinput.Styles // the prompt input (bubbles/textinput)
 }
@@ -134,6 +143,13 @@ func New(dark, noColor bool) Styles {
 	s.Status = s.Subtle
 	s.StatusError = s.Error
 
+	s.Strip = s.Accent
+	s.StripLow = s.Warn.Bold(true)
+	s.SpanWait = s.Wait.Bold(true)
+	s.SpanAsked = s.Wait
+	s.Join = s.Warn.Bold(true)
+	s.Axis = s.Subtle
+
 	s.Help = help.Styles{
 		Ellipsis:       s.Subtle,
 		ShortKey:       s.Accent,
@@ -173,6 +189,10 @@ func (s Styles) Outcome(o string) lipgloss.Style {
 	}
 	return s.Base
 }
+
+// Mark returns the style of an attempt's mark on a chart: its class's
+// colour, bold so a one-cell letter stands out.
+func (s Styles) Mark(c string) lipgloss.Style { return s.Class(c).Bold(true) }
 
 // Class returns the style of an attempt's class ("ok", "rate_limit",
 // "overload", "quota", "caller", "server", "connection", "timeout",

@@ -19,6 +19,8 @@ func TestNoColorHasNoColour(t *testing.T) {
 	s := New(true, true)
 	for name, st := range map[string]interface{ Render(...string) string }{
 		"error": s.Error, "wait": s.Wait, "ok": s.OK, "stopped": s.Stopped, "simulated": s.Simulated, "border": s.Border,
+		"strip": s.Strip, "strip-low": s.StripLow, "span-wait": s.SpanWait, "span-asked": s.SpanAsked, "join": s.Join,
+		"axis": s.Axis, "mark": s.Mark("rate_limit"),
 	} {
 		out := st.Render("STOPPED")
 		if strings.Contains(out, "38;") || strings.Contains(out, "48;") {
@@ -30,5 +32,9 @@ func TestNoColorHasNoColour(t *testing.T) {
 	}
 	if out := New(true, false).Error.Render("x"); !strings.Contains(out, "38;") {
 		t.Errorf("the error token has no colour with colour on: %q", out)
+	}
+	c := New(true, false)
+	if c.Mark("rate_limit").GetForeground() == c.Mark("overload").GetForeground() || !strings.Contains(c.Mark("quota").Render("Q"), "38;") {
+		t.Errorf("marks are not coloured by class with colour on")
 	}
 }

@@ -93,7 +93,16 @@ const tokensPerFrame = 80
 // ns/op (wall) and cpu-ns/op (the process's CPU time, steady on a loaded
 // machine) are the console's cost per token at that answer length.
 func benchStream(b *testing.B, w, h, history, size int) {
+	benchStreamWith(b, w, h, history, size, nil)
+}
+
+// benchStreamWith is benchStream on a model setup has changed first (nil:
+// none).
+func benchStreamWith(b *testing.B, w, h, history, size int, setup func(*Model)) {
 	m := benchModel(b, history)
+	if setup != nil {
+		setup(m)
+	}
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	id := m.call.id
 	toks := answerTokens(4096)

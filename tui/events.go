@@ -25,6 +25,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 		return
 	}
 	ev = cleanEvent(ev, &r.text) // no escape sequence from a server reaches the screen
+	m.record(r.id, ev)           // the strips' and the timeline's data (timeline.go)
 	switch ev.Kind {
 	case retry.EventAttemptStart:
 		a := ev.Attempt

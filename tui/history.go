@@ -24,6 +24,79 @@ type historyView struct {
 	detail    *CallDetail
 	detailErr error
 	scroll    int
+
+	// The timeline of a past session (t): its calls, read through History.
+	tl        *tlog
+	tview     timelineView
+	tlLoading bool
+	tlErr     error
+}
+
+// historyTimelineMsg carries a past session's calls for its timeline.
+type historyTimelineMsg struct {
+	gen   int
+	calls []CallDetail
+	err   error
+}
+
+// maxSessionCalls bounds the calls a past session's timeline reads.
+const maxSessionCalls = 300
+
+func (h *historyView) timelined(msg historyTimelineMsg) {
+	if msg.gen != h.gen {
+		return
+	}
+	h.tlLoading, h.tlErr = false, msg.err
+	if msg.err != nil {
+		return
+	}
+	calls := make([]CallDetail, len(msg.calls))
+	for i := range msg.calls {
+		calls[i] = cleanDetail(msg.calls[i])
+	}
+	h.tl = tlogOf(calls)
+	h.tview = timelineView{cursor: -1, zoom: defaultZoom}
+}
+
+// openTimeline reads the calls of the session of the call under the cursor
+// (those the list holds, up to maxSessionCalls) and shows their timeline.
+func (m *Model) openTimeline() tea.Cmd {
+	h := m.hist
+	if len(h.calls) == 0 || m.opts.History == nil {
+		return nil
+	}
+	pick := h.calls[h.cursor]
+	if h.detail != nil {
+		pick = h.detail.CallSummary
+	}
+	var ids []string
+	for _, c := range h.calls {
+		if len(ids) == maxSessionCalls {
+			break
+		}
+		if c.ID == pick.ID || (pick.Session != "" && c.Session == pick.Session) {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		ids = []string{pick.ID}
+	}
+	h.gen++
+	h.tlLoading, h.tlErr = true, nil
+	gen, hist := h.gen, m.opts.History
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var out []CallDetail
+		for _, id := range ids {
+			d, err := hist.Show(ctx, id)
+			if err != nil {
+				return historyTimelineMsg{gen: gen, err: fmt.Errorf("reading call %s: %w", id, err)}
+			}
+			out = append(out, d)
+		}
+		return historyTimelineMsg{gen: gen, calls: out}
+	}
 }
 
 func (h *historyView) listed(msg historyListMsg) {
@@ -76,6 +149,18 @@ func (m *Model) loadHistory() tea.Cmd {
 
 func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	h, k := m.hist, m.keys
+	if h.tl != nil || h.tlLoading || h.tlErr != nil {
+		switch {
+		case key.Matches(msg, k.Back, k.Timeline):
+			h.tl, h.tlLoading, h.tlErr = nil, false, nil
+			h.gen++ // a load still on its way is dropped
+		case key.Matches(msg, k.Quit):
+			return m.quit()
+		case h.tl != nil:
+			h.tview.keyTimeline(msg, k, h.tl, time.Time{})
+		}
+		return nil
+	}
 	if h.filtering {
 		switch msg.String() {
 		case "enter", "esc":
@@ -100,6 +185,8 @@ func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 			h.scroll = max(0, h.scroll-1)
 		case key.Matches(msg, k.Down):
 			h.scroll++
+		case key.Matches(msg, k.Timeline):
+			return m.openTimeline()
 		case key.Matches(msg, k.Quit):
 			return m.quit()
 		}
@@ -116,6 +203,8 @@ func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 		h.cursor = min(max(0, len(h.calls)-1), h.cursor+1)
 	case key.Matches(msg, k.Filter):
 		h.filtering = true
+	case key.Matches(msg, k.Timeline):
+		return m.openTimeline()
 	case key.Matches(msg, k.Open):
 		if len(h.calls) == 0 || m.opts.History == nil {
 			return nil
@@ -136,6 +225,15 @@ func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 // view renders the history pane's inner lines.
 func (h *historyView) view(w, ht int, st *theme.Styles) []string {
 	var out []string
+	switch {
+	case h.tlErr != nil:
+		out = append(out, st.Error.Render("Could not read that session's calls."), st.Detail.Render("  "+h.tlErr.Error()))
+		return padLines(out, w, ht)
+	case h.tlLoading:
+		return padLines([]string{st.Subtle.Render("Reading the session's calls…")}, w, ht)
+	case h.tl != nil:
+		return h.tview.view(h.tl, w, ht, time.Time{}, st)
+	}
 	if h.detailErr != nil {
 		out = append(out, st.Error.Render("Could not open that call."), st.Detail.Render("  "+h.detailErr.Error()))
 		return padLines(out, w, ht)

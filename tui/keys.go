@@ -32,6 +32,11 @@ type KeyMap struct {
 	Filter     key.Binding // history: filter
 	Open       key.Binding // history: open a call
 	Back       key.Binding // history, help, faults: back
+	Timeline   key.Binding // the timeline view (in the history: the session's)
+	Left       key.Binding // timeline: the attempt before
+	Right      key.Binding // timeline: the attempt after
+	ZoomIn     key.Binding // timeline: fewer seconds a column
+	ZoomOut    key.Binding // timeline: more seconds a column
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -67,6 +72,11 @@ func DefaultKeyMap() KeyMap {
 		Filter:     b([]string{"/"}, "/", "filter"),
 		Open:       b([]string{"enter"}, "enter", "open"),
 		Back:       b([]string{"esc"}, "esc", "back"),
+		Timeline:   b([]string{"t"}, "t", "timeline (lanes, waits, failovers)"),
+		Left:       b([]string{"left"}, "←", "attempt before"),
+		Right:      b([]string{"right"}, "→", "attempt after"),
+		ZoomIn:     b([]string{"+", "="}, "+", "zoom in"),
+		ZoomOut:    b([]string{"-"}, "-", "zoom out"),
 	}
 }
 
@@ -81,7 +91,12 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	k := h.k
 	switch h.m.mode {
 	case modeHistory:
-		return []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Back}
+		if h.m.hist.tl != nil {
+			return timelineHelp(k)
+		}
+		return []key.Binding{k.Up, k.Down, k.Open, k.Filter, withHelp(k.Timeline, "t", "session timeline"), k.Back}
+	case modeTimeline:
+		return timelineHelp(k)
 	case modeHelp:
 		return []key.Binding{k.Back}
 	case modeFaults:
@@ -114,7 +129,7 @@ func (h helpKeys) ShortHelp() []key.Binding {
 				out = append(out, withHelp(k.ClearStop, "x", "clear the stop"))
 			}
 		}
-		out = append(out, k.History)
+		out = append(out, k.History, withHelp(k.Timeline, "t", "timeline"))
 		if h.m.opts.Simulated && h.m.opts.Faults != nil {
 			out = append(out, k.Faults)
 		}
@@ -129,11 +144,17 @@ func (h helpKeys) ShortHelp() []key.Binding {
 func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
 	return [][]key.Binding{
-		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit},
+		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit, k.Timeline},
 		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
 		{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse},
 		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}
+}
+
+// timelineHelp is the timeline's keys.
+func timelineHelp(k KeyMap) []key.Binding {
+	return []key.Binding{withHelp(k.Left, "←/→", "attempt"), withHelp(k.Up, "↑/↓", "lane"),
+		withHelp(k.PageUp, "pgup/pgdn", "scroll"), withHelp(k.ZoomIn, "+/-", "zoom"), k.Newest, k.Back}
 }
 
 func withHelp(b key.Binding, k, desc string) key.Binding {

@@ -37,7 +37,8 @@ const (
 	modeHelp
 	modeHistory
 	modeFaults
-	modeConfirm // clearing a real cooldown: what stopped it, y or n
+	modeConfirm  // clearing a real cooldown: what stopped it, y or n
+	modeTimeline // the session's timeline (timeline_view.go)
 )
 
 // Minimum terminal size; below it the screen says what it needs.
@@ -115,7 +116,9 @@ type Model struct {
 	log     *attemptLog
 	stats   sessionStats
 	hist    *historyView
-	fleet   *fleetView // nil without Options.Fleet
+	fleet   *fleetView    // nil without Options.Fleet
+	tl      *tlog         // the session's attempts and waits: the strips and the timeline
+	tview   *timelineView // the timeline view's cursor and window
 
 	callSeq int
 	call    *run                // the run in flight, nil when idle
@@ -192,6 +195,8 @@ func New(opts Options) *Model {
 		m.feed.rec = opts.Recorder
 	}
 	m.targets = newTargetsPane(opts.Targets, m.chain)
+	m.tl, m.tview = newTlog(m.chain), newTimelineView()
+	m.targets.tl = m.tl
 	m.targets.cooldowns(opts.Cooldowns, m.now)
 	m.initFleet()
 	m.input.Placeholder = "Type a prompt and press enter"
@@ -211,6 +216,8 @@ func (m *Model) applyTheme() {
 	m.conv.invalidate()
 	m.log.invalidate()
 	m.targets.invalidate()
+	m.tview.invalidate()
+	m.hist.tview.invalidate()
 }
 
 // Init asks the terminal for its background colour (light or dark).
@@ -309,6 +316,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case historyShowMsg:
 		m.hist.shown(msg)
 		return m, nil
+	case historyTimelineMsg:
+		m.hist.timelined(msg)
+		return m, nil
 	case tea.MouseWheelMsg:
 		mm := msg.Mouse()
 		switch mm.Button {
@@ -357,6 +367,16 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.confirmKey(msg)
 	case modeHistory:
 		return m.historyKey(msg)
+	case modeTimeline:
+		if key.Matches(msg, k.Back, k.Timeline) {
+			m.mode = modeMain
+			return nil
+		}
+		if key.Matches(msg, k.Quit) {
+			return m.quit()
+		}
+		m.tview.keyTimeline(msg, k, m.tl, m.now)
+		return nil
 	}
 
 	if m.focus == focusInput {
@@ -410,6 +430,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.History):
 		return m.openHistory()
+	case key.Matches(msg, k.Timeline):
+		m.mode = modeTimeline
+		return nil
 	case key.Matches(msg, k.Faults):
 		if !m.opts.Simulated || m.opts.Faults == nil {
 			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)

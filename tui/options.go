@@ -81,6 +81,9 @@ type CallSummary struct {
 	ServedBy   string // "provider/model", "" when nothing served
 	Attempts   int
 	Duration   time.Duration
+	// Session names the recording session ("" when unknown): the history's
+	// timeline (t) shows a call with the others of its session.
+	Session string
 }
 
 // CallDetail is one call opened from the history.

@@ -101,6 +101,15 @@ type targetsPane struct {
 
 	cache    []string
 	cacheKey string
+
+	tl        *tlog // the session's attempts, drawn as each target's strips (strip.go)
+	noStrips  bool  // strips off (benchmarks compare)
+	rows      int   // the long form's rows: strips shrink to fit them (0: no bound)
+	stripForm int   // the strips' form this render: stripsFull, stripsLine, stripsNone
+	// stripCache holds each target's strips as drawn, by target, form and
+	// width, for the timeline's version: a tick redraws the pane, not them.
+	stripCache map[stripKey][]string
+	fitForm    int // the richest form that fit at the last render since new data: a tick starts there
 }
 
 func newTargetsPane(infos []TargetInfo, chain []stream.Target) *targetsPane {
@@ -128,7 +137,7 @@ func newTargetsPane(infos []TargetInfo, chain []stream.Target) *targetsPane {
 	return p
 }
 
-func (p *targetsPane) invalidate() { p.cacheKey = "" }
+func (p *targetsPane) invalidate() { p.cacheKey, p.stripCache, p.fitForm = "", nil, stripsFull }
 
 func (p *targetsPane) get(t stream.Target) *targetState {
 	for _, s := range p.list {
@@ -493,10 +502,22 @@ func sourceOr(s stream.DelaySource, def string) string {
 func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Styles) []string {
 	// Countdowns round up to whole seconds from sub-second ends, so the key
 	// follows the clock tick (250ms), not the wall second.
-	key := fmt.Sprintf("%d/%v/%d/%v/%v", w, collapsed, now.UnixMilli()/250, p.focused, p.wrapLong)
+	key := fmt.Sprintf("%d/%v/%d/%v/%v/%d", w, collapsed, now.UnixMilli()/250, p.focused, p.wrapLong, p.rows)
 	if key == p.cacheKey {
 		return p.cache
 	}
+	out := p.render(w, collapsed, now, st, p.fitForm)
+	for !collapsed && p.rows > 0 && len(out) > p.rows && p.fitForm < stripsNone {
+		p.fitForm++
+		out = p.render(w, collapsed, now, st, p.fitForm) // the strips give way to the states
+	}
+	p.cache, p.cacheKey = out, key
+	return out
+}
+
+// render is the pane's lines with the strips in the given form.
+func (p *targetsPane) render(w int, collapsed bool, now time.Time, st *theme.Styles, form int) []string {
+	p.stripForm = form
 	var out []string
 	hidden := 0
 	for i, s := range p.list {
@@ -506,6 +527,9 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 		}
 		if collapsed {
 			out = append(out, p.line(i, s, w, now, st)...)
+			if l := p.stripLine(s, w, st); l != "" {
+				out = append(out, l)
+			}
 			continue
 		}
 		out = append(out, p.full(i, s, w, now, st)...)
@@ -516,6 +540,14 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	if len(out) == 0 {
 		out = append(out, st.Subtle.Render("No target in the chain: tab here, space adds one."))
 	}
+	if !collapsed && p.stripsShown() && form == stripsFull { // short of rows: the strips before their legend
+		if n := len(out); n > 0 && out[n-1] != "" {
+			out = append(out, "")
+		}
+		for _, l := range wrap(stripLegend, w) {
+			out = append(out, st.Subtle.Render(l))
+		}
+	}
 	if hidden > 0 && !collapsed {
 		if n := len(out); n > 0 && out[n-1] != "" {
 			out = append(out, "")
@@ -525,7 +557,6 @@ func (p *targetsPane) view(w int, collapsed bool, now time.Time, st *theme.Style
 	for i := range out {
 		out[i] = fit(out[i], w)
 	}
-	p.cache, p.cacheKey = out, key
 	return out
 }
 
@@ -684,7 +715,7 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 	if u := p.fleetUsage(s.info.Target, now); u != "" {
 		out = append(out, ind+st.Subtle.Render(fit(u, iw)))
 	}
-	return out
+	return append(out, p.strips(s, iw, st, ind)...)
 }
 
 // gauges renders a limits snapshot, one line a window, under a legend: a

@@ -87,7 +87,14 @@ func (m *Model) render() (string, *tea.Cursor) {
 		lines = append(lines, m.box("keys", inner, w, body, false, false)...)
 	case modeHistory:
 		inner := m.hist.view(w-2, body-2, st)
-		lines = append(lines, m.box("history", inner, w, body, true, false)...)
+		title := "history"
+		if m.hist.tl != nil {
+			title = "history · a past session's timeline (esc back)"
+		}
+		lines = append(lines, m.box(title, inner, w, body, true, false)...)
+	case modeTimeline:
+		inner := m.tview.view(m.tl, w-2, body-2, m.now, st)
+		lines = append(lines, m.box("timeline (esc back)", inner, w, body, true, false)...)
 	case modeFaults:
 		prov := "-"
 		if len(m.chain) > 0 {
@@ -129,6 +136,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 		if m.wide() {
 			tw := min(44, max(34, w*32/100))
 			cw := w - tw
+			m.targets.rows = top - 2
 			tl := m.targets.view(tw-2, false, m.now, st)
 			tb := m.box("targets", tl, tw, top, true, isF(focusTargets))
 			cl := m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome) // before the title: it may move the offset
@@ -275,7 +283,7 @@ func (m *Model) renderHeader(w int) string {
 }
 
 func (m *Model) footer(w int) string {
-	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.canFailOver(), m.st.Dark)
+	key := fmt.Sprintf("%d/%d/%q/%v/%v/%v/%v/%v/%v/%v", w, m.statusGen, m.status, m.focus, m.mode, m.inFlight(), m.waiting(), m.canFailOver(), m.st.Dark, m.hist.tl != nil)
 	if key != m.footerKey {
 		m.footerKey, m.footerLine = key, m.renderFooter(w)
 	}
