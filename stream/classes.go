@@ -79,6 +79,11 @@ type verdict struct {
 // inside a 200 stream, the status its body implies; 0 when unknown), with
 // the rows of dialect d.
 func classify(d *dialectSpec, status int, b ErrorBody) verdict {
+	if d.classify != nil {
+		if v, ok := d.classify(status, b); ok {
+			return v
+		}
+	}
 	code, typ := strings.ToLower(b.Code), strings.ToLower(b.Type)
 	msg := b.Message
 
