@@ -222,13 +222,17 @@ func validSigV4(r *http.Request, sig sigV4Auth, body []byte) bool {
 	if r.Header.Get("X-Amz-Security-Token") != "" {
 		creds.SessionToken = FakeAWSSessionToken
 	}
-	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, cp, hex.EncodeToString(sum[:]), sig.service, sig.region, at); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, cp, hexSHA256(body), sig.service, sig.region, at); err != nil {
 		return false
 	}
 	want, ok := parseSigV4(cp.Header.Get("Authorization"))
 	return ok && strings.Join(want.signedHeaders, ";") == strings.Join(sig.signedHeaders, ";") &&
 		subtle.ConstantTimeCompare([]byte(want.signature), []byte(sig.signature)) == 1
+}
+
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func validationError(msg string) reply { return awsError(400, "ValidationException", msg) }
