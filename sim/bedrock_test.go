@@ -320,7 +320,7 @@ func TestBedrockStreamClasses(t *testing.T) {
 		scope   stream.Scope
 		partial bool
 	}{
-		{Fault{Kind: FaultRateLimit, RetryAfter: 1500 * time.Millisecond}, stream.ClassRateLimit, "ThrottlingException", false, 1500 * time.Millisecond, stream.SourceAmzRetryAfter, "", false},
+		{Fault{Kind: FaultRateLimit, RetryAfter: 1500 * time.Millisecond}, stream.ClassRateLimit, "ThrottlingException", false, 1500 * time.Millisecond, stream.SourceRetryAfterMs, "", false},
 		{Fault{Kind: FaultRateLimit, RetryAfter: 3 * time.Second, Code: "retry_after"}, stream.ClassRateLimit, "ThrottlingException", false, 3 * time.Second, stream.SourceRetryAfter, "", false},
 		{Fault{Kind: FaultDailyQuota}, stream.ClassQuota, "ThrottlingException", false, 0, "", stream.ScopeTarget, false},
 		{Fault{Kind: FaultSpendCap}, stream.ClassQuota, "ServiceQuotaExceededException", false, 0, "", stream.ScopeTarget, false},

@@ -150,8 +150,10 @@ func ServerDelay(h http.Header, b ErrorBody, now time.Time) (time.Duration, Dela
 		if d, ok := ParseRetryAfterMs(h.Get("Retry-After-Ms")); ok {
 			return d, SourceRetryAfterMs
 		}
+		// AWS's x-amz-retry-after is the same milliseconds, under the
+		// same source name.
 		if d, ok := ParseRetryAfterMs(h.Get("X-Amz-Retry-After")); ok {
-			return d, SourceAmzRetryAfter
+			return d, SourceRetryAfterMs
 		}
 		if d, ok := ParseRetryAfter(h.Get("Retry-After"), now); ok {
 			return d, SourceRetryAfter

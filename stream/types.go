@@ -40,12 +40,10 @@ const (
 	SourceNone         DelaySource = ""
 	SourceRetryAfterMs DelaySource = "retry-after-ms"
 	SourceRetryAfter   DelaySource = "retry-after"
-	// SourceAmzRetryAfter is AWS's x-amz-retry-after, in milliseconds.
-	SourceAmzRetryAfter DelaySource = "x-amz-retry-after"
-	SourceRetryInfo     DelaySource = "retry-info"
-	SourceMessage       DelaySource = "message"
-	SourceReset         DelaySource = "reset"   // pacing from a limits snapshot
-	SourceBackoff       DelaySource = "backoff" // the client's own exponential backoff
+	SourceRetryInfo    DelaySource = "retry-info"
+	SourceMessage      DelaySource = "message"
+	SourceReset        DelaySource = "reset"   // pacing from a limits snapshot
+	SourceBackoff      DelaySource = "backoff" // the client's own exponential backoff
 )
 
 // Scope says what a quota stop covers, for cooldowns.
