@@ -70,9 +70,6 @@ type provider struct {
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
 	apis map[string]dialect
-	// baseSuffix follows the prefix in the base URL a client is given
-	// (Bedrock's "/{region}", which the client fills in).
-	baseSuffix string
 }
 
 // dialectAt is the dialect that serves sub, the path below the prefix.
@@ -111,7 +108,7 @@ func providerTable() []*provider {
 		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
 		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
 		{name: "xai", prefix: "/xai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: xaiCompat},
-		{name: "bedrock", prefix: "/bedrock", baseSuffix: "/{region}", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID},
+		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID},
 	}
 }
 

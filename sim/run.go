@@ -30,7 +30,7 @@ func BaseURL(root, provider string) string {
 	if p == nil {
 		return ""
 	}
-	return strings.TrimSuffix(root, "/") + p.prefix + p.baseSuffix
+	return strings.TrimSuffix(root, "/") + p.prefix
 }
 
 // Providers lists the simulated providers in display order.
