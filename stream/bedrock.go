@@ -216,6 +216,21 @@ func (a *AWSAuth) retrieve(ctx context.Context) (aws.Credentials, error) {
 	return a.p.Retrieve(ctx)
 }
 
+// awsSecrets are the AWS credentials a request to ep is signed with (key
+// id, secret, session token), for the attempt's redactor; none when it
+// sends a Bedrock API key or has no credentials. (The credentials are
+// retrieved once and cached, so signing reuses them.)
+func (ep Endpoint) awsSecrets(ctx context.Context) []string {
+	if ep.Key != "" || ep.AWS == nil {
+		return nil
+	}
+	c, err := ep.AWS.retrieve(ctx)
+	if err != nil {
+		return nil
+	}
+	return []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}
+}
+
 // String returns a fixed placeholder, never a credential.
 func (*AWSAuth) String() string { return "[aws credentials]" }
 

@@ -484,7 +484,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	red := newRedactor(ep.Key)
+	red := newRedactor(ep.Key, ep.awsSecrets(ctx)...)
 	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText}
 	res := a.run(ep, req)
 	return red.scrub(res)
