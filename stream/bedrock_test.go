@@ -123,7 +123,7 @@ func TestBedrockErrorFixtures(t *testing.T) {
 	// 529 (as the Bedrock error page documents it) and a ModelStreamError
 	// whose model was overloaded are overloads; AccessDenied the caller's.
 	for _, tc := range []struct {
-		status int
+		status        int
 		errType, body string
 		class         Class
 	}{
