@@ -113,6 +113,14 @@ func BedrockModel(model, def string) (region, id string) {
 	return def, model
 }
 
+// WithRegion spells a Bedrock model with its Region in front, so that a
+// screen shows where it runs: the Region it names, else def (else
+// BedrockDefaultRegion).
+func WithRegion(model, def string) string {
+	region, id := BedrockModel(model, def)
+	return region + "/" + id
+}
+
 // bedrockBaseURL puts the target's Region into a base URL's "{region}".
 func bedrockBaseURL(base string, ep Endpoint, req Request) string {
 	region, _ := BedrockModel(req.Target.Model, ep.Region)
