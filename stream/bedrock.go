@@ -539,6 +539,9 @@ func bedrockErrorBody(h http.Header, body []byte, b *ErrorBody) {
 	}
 }
 
+// bedrockTooLongRE is Bedrock's "Input is too long for requested model."
+var bedrockTooLongRE = regexp.MustCompile(`(?i)input is too long`)
+
 // bedrockClassify is the Bedrock rows of the class table, checked before
 // the shared ones (see the dialect's comment); false: the shared table
 // decides by the status.
@@ -561,7 +564,7 @@ func bedrockClassify(_ int, b ErrorBody) (verdict, bool) {
 	case "modeltimeoutexception", "internalserverexception", "internalfailure":
 		return verdict{class: ClassServer}, true
 	case "validationexception":
-		if contextTooLongRE.MatchString(b.Message) {
+		if contextTooLongRE.MatchString(b.Message) || bedrockTooLongRE.MatchString(b.Message) {
 			return verdict{class: ClassCaller, modelSpecific: true}, true
 		}
 		return verdict{class: ClassCaller}, true

@@ -138,7 +138,8 @@ func TestBedrockErrorFixtures(t *testing.T) {
 		if tc.errType != "" {
 			h.Set("X-Amzn-Errortype", tc.errType)
 		}
-		if e := ParseError("bedrock", tc.status, h, []byte(tc.body), now); e.Class != tc.class || e.Message == "" {
+		e := ParseError("bedrock", tc.status, h, []byte(tc.body), now)
+		if e.Class != tc.class || e.Message == "" || e.ModelSpecific != (tc.errType == "ValidationException") {
 			t.Errorf("%d %s: %+v, want %s", tc.status, tc.errType, e, tc.class)
 		}
 	}
