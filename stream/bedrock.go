@@ -300,14 +300,15 @@ func resolveAWS(ep *Endpoint, getenv func(string) string) bool {
 // payload, an error message as "error:"+its code and its message.
 func bedrockFrames(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error] {
 	return func(yield func(wireEvent, error) bool) {
-		br := bufio.NewReaderSize(r, 16<<10)
+		src := &noteErrReader{r: r}
+		br := bufio.NewReaderSize(src, 16<<10)
 		dec := eventstream.NewDecoder()
 		var buf []byte
 		for {
 			pre, err := br.Peek(8)
 			if err != nil {
 				if !(errors.Is(err, io.EOF) && len(pre) == 0) {
-					yield(wireEvent{}, frameReadErr(err))
+					yield(wireEvent{}, frameReadErr(err, src.err))
 				}
 				return
 			}
@@ -322,7 +323,7 @@ func bedrockFrames(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error] {
 			}
 			msg, err := dec.Decode(br, buf[:0])
 			if err != nil {
-				yield(wireEvent{}, frameReadErr(err))
+				yield(wireEvent{}, frameReadErr(err, src.err))
 				return
 			}
 			buf = msg.Payload
@@ -333,32 +334,32 @@ func bedrockFrames(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error] {
 	}
 }
 
-// frameReadErr says what a failed message read means: a cut (EOF inside a
-// message), a message that does not decode (CRC, lengths, headers), or the
-// reader's own error (a reset, a timeout) as it is.
-func frameReadErr(err error) error {
-	var le eventstream.LengthError
-	var ce eventstream.ChecksumError
+// noteErrReader keeps the first error its reader returned.
+type noteErrReader struct {
+	r   io.Reader
+	err error
+}
+
+func (n *noteErrReader) Read(p []byte) (int, error) {
+	c, err := n.r.Read(p)
+	if err != nil && n.err == nil {
+		n.err = err
+	}
+	return c, err
+}
+
+// frameReadErr says what a failed message read means, by what the body's
+// reader said (src): its end inside a message is a cut; its own error (a
+// reset, a timeout, a size cap) is that error; with the reader fine, the
+// bytes do not decode (CRC, lengths, headers).
+func frameReadErr(err, src error) error {
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(src, io.EOF), errors.Is(src, io.ErrUnexpectedEOF):
 		return io.ErrUnexpectedEOF
-	case errors.As(err, &le), errors.As(err, &ce):
-		return fmt.Errorf("%w: event-stream: %w", errUndecodable, err)
+	case src != nil:
+		return src
 	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, errStreamTooBig) || errors.Is(err, errUndecodable) {
-		return err
-	}
-	var tc *timeoutCause
-	if errors.As(err, &tc) {
-		return err
-	}
-	if strings.Contains(err.Error(), "header") || strings.Contains(err.Error(), "value") {
-		// The decoder's header errors (unknown value type, a name or value
-		// too long) are plain errors.
-		return fmt.Errorf("%w: event-stream: %w", errUndecodable, err)
-	}
-	return err
+	return fmt.Errorf("%w: event-stream: %w", errUndecodable, err)
 }
 
 // headerString is a string header's value ("" when absent or another type).
