@@ -347,3 +347,29 @@ func FuzzBedrockFrames(f *testing.F) {
 		_ = bedrockCode(string(body))
 	})
 }
+
+// TestBedrockCurl: copied as curl, a SigV4 endpoint is curl's own signing
+// with the AWS variables as references, a Bedrock API key a bearer
+// reference; neither carries a credential or a signature.
+func TestBedrockCurl(t *testing.T) {
+	req := Request{Target: Target{Provider: "bedrock", Model: "eu-west-1/anthropic.claude-haiku-5-5-v1:0"}, Prompt: "hi"}
+	cmd, err := Curl(Endpoint{Provider: "bedrock", AWS: NewAWSAuth("AKIDEXAMPLE", "secret-example", "tok-example")}, req, "$AWS_BEARER_TOKEN_BEDROCK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-haiku-5-5-v1:0/converse-stream",
+		"--aws-sigv4 'aws:amz:eu-west-1:bedrock'", `--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"`, `${AWS_SESSION_TOKEN:+-H "X-Amz-Security-Token: $AWS_SESSION_TOKEN"}`} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("no %s in\n%s", want, cmd)
+		}
+	}
+	for _, bad := range []string{"AKIDEXAMPLE", "secret-example", "tok-example", "Signature=", "Bearer"} {
+		if strings.Contains(cmd, bad) {
+			t.Errorf("%s in\n%s", bad, cmd)
+		}
+	}
+	cmd, err = Curl(Endpoint{Provider: "bedrock", Key: "ABSK-secret-key"}, req, "$AWS_BEARER_TOKEN_BEDROCK")
+	if err != nil || !strings.Contains(cmd, `"Authorization: Bearer $AWS_BEARER_TOKEN_BEDROCK"`) || strings.Contains(cmd, "ABSK-secret") || strings.Contains(cmd, "aws-sigv4") {
+		t.Errorf("bearer: %v\n%s", err, cmd)
+	}
+}
