@@ -93,7 +93,7 @@ func TestRunSimServes(t *testing.T) {
 		t.Fatalf("decode: %v (%s)", err, stderr)
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if doc.Scenario != "daily-quota" || len(doc.Providers) != 7 || !strings.HasPrefix(doc.URL, "http://127.0.0.1:") {
+	if doc.Scenario != "daily-quota" || len(doc.Providers) != len(sim.Providers()) || !strings.HasPrefix(doc.URL, "http://127.0.0.1:") {
 		t.Fatalf("doc %+v", doc)
 	}
 	if !strings.Contains(strings.Join(doc.Env, " "), "OPENAI_BASE_URL="+doc.URL+"/openai/v1") {

@@ -23,6 +23,10 @@ func (p *Providers) ConsoleTargets() []tui.TargetInfo {
 			continue
 		}
 		ti := tui.TargetInfo{Target: stream.Target{Provider: info.Name, Model: info.DefaultModel}}
+		if info.SigV4Service != "" {
+			// An AWS API's target names its Region (AWS_REGION's by default).
+			ti.Target.Model = stream.WithRegion(info.DefaultModel, p.Endpoints[info.Name].Region)
+		}
 		if _, ok := p.Endpoints[info.Name]; ok {
 			ti.Available = true
 		} else if mk, ok := p.Missing[info.Name]; ok && len(mk.Vars) > 0 {

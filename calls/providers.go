@@ -72,7 +72,13 @@ func OpenProviders(ctx context.Context, getenv func(string) string, sf SimFlags,
 	p.Sim = r
 	p.Scenario = r.Server.Scenario()
 	for _, info := range stream.Providers() {
-		p.Endpoints[info.Name] = stream.Endpoint{Provider: info.Name, BaseURL: r.BaseURL(info.Name), Key: stream.Secret(sim.FakeKey)}
+		ep := stream.Endpoint{Provider: info.Name, BaseURL: r.BaseURL(info.Name), Key: stream.Secret(sim.FakeKey)}
+		if info.SigV4Service != "" {
+			// An AWS API signs with the simulated credentials, which the
+			// simulator verifies (a Bedrock API key works too: curl uses it).
+			ep.Key, ep.AWS = "", sim.FakeAWSAuth()
+		}
+		p.Endpoints[info.Name] = ep
 	}
 	return p, nil
 }

@@ -27,7 +27,11 @@ func TestConsoleTargetsUseTheProviderTable(t *testing.T) {
 	got := p.ConsoleTargets()
 	var want []stream.Target
 	for _, info := range stream.Providers() {
-		want = append(want, stream.Target{Provider: info.Name, Model: info.DefaultModel})
+		m := info.DefaultModel
+		if info.SigV4Service != "" { // an AWS API's target names its Region
+			m = stream.WithRegion(m, "")
+		}
+		want = append(want, stream.Target{Provider: info.Name, Model: m})
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d targets, want %d", len(got), len(want))

@@ -100,6 +100,7 @@ type raw struct {
 var models = map[string]string{
 	"openai": "gpt-5.4-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash",
 	"groq": "llama-3.3-70b-versatile", "deepseek": "deepseek-chat", "mistral": "mistral-small-latest", "xai": "grok-4",
+	"bedrock": "anthropic.claude-haiku-5-5-v1:0",
 }
 
 // request builds a minimal valid request for a provider, as its SDK would.

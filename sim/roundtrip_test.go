@@ -208,14 +208,14 @@ func TestRoundTripSuccess(t *testing.T) {
 				t.Errorf("usage %+v, want output %d and some input", r.Usage, tokensOf(r.Text))
 			}
 			truncated := r.Usage != nil && r.Usage.OutputTokens == 64
-			wantFinish := map[string][2]string{"anthropic": {"end_turn", "max_tokens"}, "gemini": {"STOP", "MAX_TOKENS"}}[p]
+			wantFinish := map[string][2]string{"anthropic": {"end_turn", "max_tokens"}, "gemini": {"STOP", "MAX_TOKENS"}, "bedrock": {"end_turn", "max_tokens"}}[p]
 			if wantFinish[0] == "" {
 				wantFinish = [2]string{"stop", "length"}
 			}
 			if truncated && r.FinishReason != wantFinish[1] || !truncated && r.FinishReason != wantFinish[0] {
 				t.Errorf("finish %q (truncated %v)", r.FinishReason, truncated)
 			}
-			if r.Model != models[p] {
+			if r.Model != models[p] && p != "bedrock" { // Bedrock's stream names no model
 				t.Errorf("served model %q, want %q", r.Model, models[p])
 			}
 			switch p {

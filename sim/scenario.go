@@ -120,6 +120,14 @@ func defaultProvider(name string) *providerConfig {
 		c.RPM, c.TPM = 60, 16000
 		c.PriceIn, c.PriceOut = 3, 15
 		c.ContextWindow = 256000
+	case "bedrock":
+		// On-demand quotas per model and Region (requests and tokens per
+		// minute, a fixed window), Claude Haiku's prices.
+		c.RPM, c.TPM = 250, 400000
+		c.PriceIn, c.PriceOut = 1, 5
+		c.TokensPerSecond = 70
+		c.FirstTokenDelay = 500 * time.Millisecond
+		c.ContextWindow = 200000
 	}
 	return c
 }

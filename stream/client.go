@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"strings"
@@ -483,7 +484,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	red := newRedactor(ep.Key)
+	red := newRedactor(ep.Key, ep.awsSecrets(ctx)...)
 	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText}
 	res := a.run(ep, req)
 	return red.scrub(res)
@@ -521,7 +522,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.wd = &watchdog{cancel: cancel, o: a.o}
 	defer a.wd.stop()
 
-	hreq, err := buildRequest(ctx, &a.p, ep, req)
+	hreq, err := buildRequestAt(ctx, &a.p, ep, req, a.c.now())
 	if err != nil {
 		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
 	}
@@ -785,7 +786,11 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		readErr    error
 		midErr     *ErrorBody
 	)
-	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: a.o.MaxEventSize}) {
+	frames := a.d.frames
+	if frames == nil {
+		frames = sseEvents
+	}
+	for ev, err := range frames(r, a.o.MaxEventSize) {
 		if err != nil {
 			readErr = err
 			break
@@ -886,6 +891,17 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	}
 	return a.fail(&Error{Class: ClassConnection, MidStream: true,
 		Message: fmt.Sprintf("the stream ended before its end signal (%s)", a.d.endSignal)})
+}
+
+// sseEvents reads SSE events (the default framing).
+func sseEvents(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error] {
+	return func(yield func(wireEvent, error) bool) {
+		for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+			if !yield(wireEvent{Type: ev.Type, Data: ev.Data}, err) {
+				return
+			}
+		}
+	}
 }
 
 // keep appends s to text up to max bytes in all (max < 0: no cap), cut on

@@ -142,11 +142,17 @@ func ParseMessageDelay(msg string) (time.Duration, bool) {
 }
 
 // ServerDelay returns the server's delay and its source, first found wins:
-// retry-after-ms, retry-after (relative to now), Gemini's RetryInfo, then the
-// message text. It returns SourceNone when there is none.
+// retry-after-ms, x-amz-retry-after (milliseconds, AWS), retry-after
+// (relative to now), Gemini's RetryInfo, then the message text. It returns
+// SourceNone when there is none.
 func ServerDelay(h http.Header, b ErrorBody, now time.Time) (time.Duration, DelaySource) {
 	if h != nil {
 		if d, ok := ParseRetryAfterMs(h.Get("Retry-After-Ms")); ok {
+			return d, SourceRetryAfterMs
+		}
+		// AWS's x-amz-retry-after is the same milliseconds, under the
+		// same source name.
+		if d, ok := ParseRetryAfterMs(h.Get("X-Amz-Retry-After")); ok {
 			return d, SourceRetryAfterMs
 		}
 		if d, ok := ParseRetryAfter(h.Get("Retry-After"), now); ok {

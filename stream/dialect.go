@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/limitscope/limitscope/internal/sanitize"
+	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,10 +49,31 @@ type dialectSpec struct {
 	// dailyReset says when a per-day quota ends (nil: after the server's
 	// delay, when it gave one).
 	dailyReset func(now time.Time) time.Time
+
+	// Hooks of the non-SSE dialects (nil: the SSE defaults); Bedrock's.
+
+	// accept is the Accept header ("" = text/event-stream).
+	accept string
+	// frames reads the stream's messages instead of SSE (nil: SSE events),
+	// refusing one longer than maxEvent with bufio.ErrTooLong.
+	frames func(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error]
+	// baseURL rewrites the base URL for one request before it is parsed
+	// (Bedrock: its {region}).
+	baseURL func(base string, ep Endpoint, req Request) string
+	// sign authenticates the finished request (Bedrock: SigV4), with the
+	// body as sent; now is the client's clock.
+	sign func(ctx context.Context, hr *http.Request, body []byte, p *ProviderInfo, ep Endpoint, req Request, now time.Time) error
+	// errorBody completes a parsed HTTP error body from the headers and the
+	// raw body (Bedrock: x-amzn-ErrorType, __type).
+	errorBody func(h http.Header, body []byte, b *ErrorBody)
 	// classRows are the dialect's own class rows, checked before the shared
 	// table (nil: none); ok false falls through to the table.
 	classRows func(d *dialectSpec, status int, b ErrorBody) (v verdict, ok bool)
 }
+
+// wireEvent is one message of a stream: an SSE event's type and data, or
+// a dialect's own framing's equivalent (see dialectSpec.frames).
+type wireEvent struct{ Type, Data string }
 
 // dialects maps each Dialect to its spec; it is never written after init.
 var dialects = map[Dialect]*dialectSpec{
@@ -59,6 +82,7 @@ var dialects = map[Dialect]*dialectSpec{
 	DialectGemini:       geminiDialect,
 	DialectResponses:    responsesDialect,
 	DialectInteractions: interactionsDialect,
+	DialectBedrock:      bedrockDialect,
 }
 
 // spec returns the provider's dialect (OpenAI-compatible when the table
@@ -99,9 +123,18 @@ func BuildRequest(ctx context.Context, ep Endpoint, req Request) (*http.Request,
 }
 
 func buildRequest(ctx context.Context, info *ProviderInfo, ep Endpoint, req Request) (*http.Request, error) {
+	return buildRequestAt(ctx, info, ep, req, time.Now())
+}
+
+// buildRequestAt is buildRequest on a given clock (a signature's time).
+func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Request, now time.Time) (*http.Request, error) {
 	base := ep.BaseURL
 	if base == "" {
 		base = info.DefaultBaseURL
+	}
+	d := info.spec()
+	if d.baseURL != nil {
+		base = d.baseURL(base, ep, req)
 	}
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil {
@@ -115,7 +148,7 @@ func buildRequest(ctx context.Context, info *ProviderInfo, ep Endpoint, req Requ
 		maxTokens = DefaultMaxTokens
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
-	body, h := info.spec().request(u, info, req, maxTokens, ep.Key.Reveal())
+	body, h := d.request(u, info, req, maxTokens, ep.Key.Reveal())
 	u.RawPath = ""
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -129,11 +162,20 @@ func buildRequest(ctx context.Context, info *ProviderInfo, ep Endpoint, req Requ
 		hr.Header[k] = v
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
+	accept := d.accept
+	if accept == "" {
+		accept = "text/event-stream"
+	}
+	hr.Header.Set("Accept", accept)
 	// Ask for no compression: the transport then never decodes on its own,
 	// so a body that claims gzip is decoded (and judged) here.
 	hr.Header.Set("Accept-Encoding", "identity")
 	hr.Header.Set("User-Agent", userAgent)
+	if d.sign != nil {
+		if err := d.sign(ctx, hr, buf, info, ep, req, now); err != nil {
+			return nil, fmt.Errorf("%s request: %w", info.Name, err)
+		}
+	}
 	return hr, nil
 }
 

@@ -219,6 +219,9 @@ func ParseError(provider string, status int, h http.Header, body []byte, now tim
 
 func parseError(p *ProviderInfo, status int, h http.Header, body []byte, now time.Time) *Error {
 	b := ParseErrorBody(body)
+	if fix := p.spec().errorBody; fix != nil {
+		fix(h, body, &b)
+	}
 	e := buildError(p, status, b, h, now)
 	e.Status = status
 	if !b.Found && len(bytes.TrimSpace(body)) > 0 {

@@ -33,7 +33,7 @@ func fixtureFiles(f *testing.F) [][]byte {
 	return out
 }
 
-var fuzzProviders = []string{"openai", "anthropic", "gemini", "groq", "deepseek", "mistral", "xai"}
+var fuzzProviders = []string{"openai", "anthropic", "gemini", "groq", "deepseek", "mistral", "xai", "bedrock"}
 
 // decodeBytes runs the 200-response path of Do (content sniffing, gzip,
 // Gemini's bare blocks, SSE decoding, the dialect) over body, with no

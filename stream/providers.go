@@ -18,6 +18,7 @@ const (
 	DialectGemini       Dialect = "gemini"       // generateContent
 	DialectResponses    Dialect = "responses"    // OpenAI's Responses API
 	DialectInteractions Dialect = "interactions" // the Gemini API's Interactions API
+	DialectBedrock      Dialect = "bedrock"      // Amazon Bedrock ConverseStream
 )
 
 // VariantSep separates a provider from its API variant in a provider name:
@@ -59,6 +60,12 @@ type ProviderInfo struct {
 	// = the dialect's: x-request-id, Anthropic's request-id).
 	RequestIDHeader string
 
+	// SigV4Service is the AWS SigV4 signing name ("": not an AWS API). Set,
+	// the provider takes AWS credentials when no key in KeyEnv is set
+	// (SigV4 with the AWS SDK's chain: Endpoint.AWS) and a default Region
+	// (AWS_REGION: Endpoint.Region). Bedrock.
+	SigV4Service string
+
 	// Account names the row whose account this row uses ("" = its own):
 	// an API variant ("openai:responses") shares the provider's key, base
 	// URL, limits and account-wide cooldowns.
@@ -92,6 +99,12 @@ var providers = []ProviderInfo{
 		NoStreamOptions: true},
 	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
 		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}},
+	// Bedrock: a Bedrock API key, else SigV4 with the AWS SDK's credential
+	// chain (see bedrock.go); the Region is the model's leading segment,
+	// else AWS_REGION. The base URL variable is the AWS SDKs' own.
+	{Name: "bedrock", Dialect: DialectBedrock, KeyEnv: []string{"AWS_BEARER_TOKEN_BEDROCK"}, BaseURLEnv: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+		DefaultBaseURL: "https://bedrock-runtime.{region}.amazonaws.com", DefaultModel: "anthropic.claude-haiku-5-5-v1:0",
+		SigV4Service: "bedrock"},
 	// API variants: last, so that the console's default chain (the first
 	// three available rows) and bare model names keep their providers.
 	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
@@ -200,6 +213,11 @@ type Endpoint struct {
 	Provider string
 	BaseURL  string
 	Key      Secret
+	// AWS signs requests with SigV4 when Key is empty (Bedrock); nil: none.
+	AWS *AWSAuth
+	// Region is the default AWS Region of a target that names none
+	// ("": BedrockDefaultRegion).
+	Region string
 }
 
 // MissingKeyError says which variable to set for a provider's key.
@@ -230,8 +248,17 @@ func Resolve(provider string, getenv func(string) string) (Endpoint, error) {
 	for _, v := range p.KeyEnv {
 		if k := getenv(v); k != "" {
 			ep.Key = Secret(k)
+			break
+		}
+	}
+	if p.SigV4Service != "" {
+		if resolveAWS(&ep, getenv) {
 			return ep, nil
 		}
+		return ep, &MissingKeyError{Provider: p.Name, Vars: append(append([]string(nil), p.KeyEnv...), "AWS_ACCESS_KEY_ID or AWS_PROFILE")}
+	}
+	if ep.Key != "" {
+		return ep, nil
 	}
 	return ep, &MissingKeyError{Provider: p.Name, Vars: p.KeyEnv}
 }
@@ -243,6 +270,10 @@ func AllEnvVars() []string {
 	for _, p := range providers {
 		out = append(out, p.KeyEnv...)
 		out = append(out, p.BaseURLEnv)
+		if p.SigV4Service != "" {
+			out = append(out, awsCredentialEnv...)
+			out = append(out, awsOtherEnv...)
+		}
 	}
 	return out
 }

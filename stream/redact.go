@@ -30,35 +30,41 @@ func RedactURL(s string) string {
 // user will see it: after escape sequences and invisible characters are
 // stripped (sanitize.Redact), so a key with ESC, BEL or a bidi character
 // inside it is still found.
-type redactor struct{ key string }
+type redactor struct{ keys []string }
 
-func newRedactor(k Secret) redactor {
-	key := k.Reveal()
-	if len(key) < sanitize.MinSecret { // too short to scrub without mangling ordinary text
-		key = ""
+// newRedactor scrubs k and the other credentials given (an AWS key id,
+// secret and session token).
+func newRedactor(k Secret, more ...string) redactor {
+	var r redactor
+	for _, key := range append([]string{k.Reveal()}, more...) {
+		if len(key) >= sanitize.MinSecret { // a shorter one cannot be scrubbed without mangling ordinary text
+			r.keys = append(r.keys, key)
+		}
 	}
-	return redactor{key: key}
+	return r
 }
 
 // text scrubs raw text (kept byte for byte otherwise: snippets show control
 // bytes as \xNN, so nothing in them is hidden from the user).
 func (r redactor) text(s string) string {
 	s = RedactURL(s)
-	if r.key != "" && strings.Contains(s, r.key) {
-		s = strings.ReplaceAll(s, r.key, redacted)
+	for _, key := range r.keys {
+		if strings.Contains(s, key) {
+			s = strings.ReplaceAll(s, key, redacted)
+		}
 	}
 	return s
 }
 
 // field makes a printable field: stripped, scrubbed, at most max bytes.
 func (r redactor) field(s string, max int) string {
-	return sanitize.Truncate(RedactURL(sanitize.Redact(s, r.key)), max)
+	return sanitize.Truncate(RedactURL(sanitize.Redact(s, r.keys...)), max)
 }
 
 // deltas returns the scrubber of one attempt's text deltas: the exact text
 // with the key replaced as a terminal would show it, even when split across
 // deltas or interleaved with escape sequences.
-func (r redactor) deltas() *sanitize.Redactor { return sanitize.NewRedactor(r.key) }
+func (r redactor) deltas() *sanitize.Redactor { return sanitize.NewRedactor(r.keys...) }
 
 // err wraps err so that its text is scrubbed; errors.Is and errors.As still
 // see the original.
