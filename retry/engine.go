@@ -692,7 +692,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 		r.res.Text = sr.Text
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
-		served := stream.Target{Provider: t.Provider, Model: sr.Model}
+		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
 		if served.Model == "" {
 			served.Model = t.Model
 		}

@@ -47,7 +47,7 @@ func (anthropicDialect) auth(_ *provider, r *http.Request, requestID string) (re
 	xKey := r.Header.Get("x-api-key")
 	bKey, bGiven := bearer(r)
 	switch {
-	case xKey == FakeKey || (xKey == "" && bKey == FakeKey):
+	case validKey(xKey) || (xKey == "" && validKey(bKey)):
 	case xKey != "":
 		return anthropicError(401, "authentication_error", "invalid x-api-key", requestID), false
 	case bGiven:

@@ -128,6 +128,7 @@ func groqID(r *rand.Rand) string      { return "req_01" + randChars(r, lowerAlnu
 // simRequest is one request, as every dialect reduces it.
 type simRequest struct {
 	provider     string
+	account      string // the key's account ("" = FakeKey's; see AccountKey)
 	model        string
 	stream       bool
 	includeUsage bool   // OpenAI stream_options.include_usage
@@ -161,6 +162,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		send(bad)
 		return
 	}
+	req.account = requestAccount(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -63,7 +63,7 @@ func (geminiDialect) auth(_ *provider, r *http.Request, _ string) (reply, bool) 
 		k = r.URL.Query().Get("key")
 	}
 	switch {
-	case k == FakeKey:
+	case validKey(k):
 		return reply{}, true
 	case k == "":
 		return geminiError(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."), false

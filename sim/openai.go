@@ -105,7 +105,7 @@ func bearer(r *http.Request) (string, bool) {
 
 func (openAIDialect) auth(p *provider, r *http.Request, requestID string) (reply, bool) {
 	key, given := bearer(r)
-	if key != FakeKey {
+	if !validKey(key) {
 		return p.compat.auth(given, requestID), false
 	}
 	return reply{}, true
