@@ -215,7 +215,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		finish = "length"
 	}
 	a := &answerPlan{req: req, d: d, pieces: pieces, text: text, out: out, finish: finish, pace: pace,
-		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg}
+		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg, thinking: s.thinkingPieces(req)}
 	if !req.stream {
 		if !pace.sleep(ctx, s.closed, pace.firstToken+pace.perToken*time.Duration(out)) {
 			return

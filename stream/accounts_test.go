@@ -57,7 +57,9 @@ func TestAccountKeyEnv(t *testing.T) {
 // an account's endpoint through Accounts.
 func TestRouterAccounts(t *testing.T) {
 	r := Router{Endpoints: map[string]Endpoint{"openai": {Provider: "openai", Key: "k1"}},
-		Accounts: func(t Target) (Endpoint, error) { return Endpoint{Provider: t.Provider, Key: Secret("k-" + t.Account)}, nil }}
+		Accounts: func(t Target) (Endpoint, error) {
+			return Endpoint{Provider: t.Provider, Key: Secret("k-" + t.Account)}, nil
+		}}
 	a := r.Scope(Target{Provider: "openai", Model: "m"}, ScopeAccount)
 	b := r.Scope(Target{Provider: "openai", Account: "team", Model: "m"}, ScopeAccount)
 	c := r.Scope(Target{Provider: "openai:responses", Account: "team", Model: "m"}, ScopeAccount)

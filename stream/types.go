@@ -145,6 +145,10 @@ type Request struct {
 	System   string
 	Messages []Message
 	Sampling Sampling // temperature, top_p, stop: sent when set
+	// OnThinking, when set, is called (on the stream's goroutine, like
+	// onText) with each reasoning delta as it arrives: Anthropic thinking,
+	// OpenAI reasoning, Gemini thoughts. Their text is never the answer's.
+	OnThinking func()
 }
 
 // Usage is token usage as the provider reported it.
@@ -240,8 +244,18 @@ type Result struct {
 	FinishReason  string        // as the provider reported it
 	Usage         *Usage        // nil when not reported
 	Model         string        // the model as the serving provider reported it
-	TTFT          time.Duration // time to first content; 0 when none arrived
-	Err           *Error        // nil on success
+	TTFT          time.Duration // time to first content (reasoning too); 0 when none arrived
+	// TTFText is the time to the first visible text of the answer (after
+	// any thinking); 0 when no text arrived.
+	TTFText time.Duration
+	// Thinking: reasoning deltas arrived (the model thought before, or
+	// while, answering).
+	Thinking bool
+	// ReasoningTokens are the output tokens spent thinking, where the
+	// provider reports them (OpenAI's reasoning_tokens, Gemini's
+	// thoughtsTokenCount); 0 when not reported.
+	ReasoningTokens int
+	Err             *Error // nil on success
 }
 
 // Class returns ClassOK on success, else the error's class.
