@@ -315,6 +315,9 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		}
 		if c.TTFT > 0 {
 			fmt.Fprintf(w, "  first token %s", roundDur(c.TTFT))
+			if n := len(c.AttemptsList); n > 0 && c.AttemptsList[n-1].Class == stream.ClassOK {
+				fmt.Fprint(w, firstText(c.AttemptsList[n-1]))
+			}
 		}
 		fmt.Fprintln(w)
 	}
@@ -360,7 +363,7 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		}
 		fmt.Fprintf(w, "  %s", roundDur(at.Duration))
 		if at.TTFT > 0 {
-			fmt.Fprintf(w, " (first token %s)", roundDur(at.TTFT))
+			fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
 		}
 		if at.Decision != "" {
 			fmt.Fprintf(w, "  -> %s", at.Decision)
@@ -814,4 +817,23 @@ func historySessions(ctx context.Context, a *app, args []string) int {
 	}
 	o.table([]string{"ID", "STARTED", "ENDED", "COMMAND", "MODE", "VERSION", "PID", "CONTENT"}, rows)
 	return exitOK
+}
+
+// firstText is what follows an attempt's first-token time: the time to its
+// first visible text, when thinking came first or the two differ, and the
+// reasoning tokens the provider reported (issue 17).
+func firstText(at retry.Attempt) string {
+	var b strings.Builder
+	if at.TTFText > 0 && (at.Thinking || roundDur(at.TTFText) != roundDur(at.TTFT)) {
+		fmt.Fprintf(&b, ", first text %s", roundDur(at.TTFText))
+	}
+	if at.Thinking && at.TTFText > at.TTFT {
+		fmt.Fprintf(&b, ", thought %s", roundDur(at.TTFText-at.TTFT))
+	} else if at.Thinking {
+		b.WriteString(", thought")
+	}
+	if at.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, ", %d reasoning tokens", at.ReasoningTokens)
+	}
+	return b.String()
 }
