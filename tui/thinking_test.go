@@ -1,0 +1,59 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// thinkingScript: the model thinks (a reasoning delta, no text) until go
+// is closed, then answers.
+func thinkingScript(goOn, end chan struct{}) script {
+	return func(ctx context.Context, e *emitter) retry.Result {
+		a := e.start(anthropic)
+		e.emit(retry.Event{Kind: retry.EventThinking})
+		select {
+		case <-goOn:
+		case <-ctx.Done():
+			a.Class, a.Decision = stream.ClassCancelled, retry.DecideCancel
+			e.finish(a)
+			return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
+		}
+		e.say("Forty-two.")
+		<-end
+		a.Thinking = true
+		e.finish(a)
+		return e.end(retry.OutcomeOK, &anthropic, nil)
+	}
+}
+
+// A reasoning stream shows "thinking" with its timer until the first text,
+// and the answer's header then says how long the model thought.
+func TestThinkingShown(t *testing.T) {
+	goOn, end := make(chan struct{}), make(chan struct{})
+	h := newHarness(t, 120, 40, simOpts(), thinkingScript(goOn, end))
+	h.typeText("What is the answer?")
+	h.press("enter")
+	h.until("thinking", func() bool { return strings.Contains(h.screen(), "thinking 0s") })
+	h.tick(3 * time.Second)
+	h.checkFrame()
+	s := h.screen()
+	if !strings.Contains(s, "✻ anthropic/claude-haiku-5-5 · attempt 1: thinking 3s…") {
+		t.Fatalf("no thinking timer:\n%s", s)
+	}
+	golden.RequireEqual(t, s)
+	close(goOn)
+	h.until("the text", func() bool { return strings.Contains(h.screen(), "Forty-two.") })
+	if s := h.screen(); !strings.Contains(s, "anthropic/claude-haiku-5-5 · attempt 1 · thought 3s") || strings.Contains(s, "thinking 3s") ||
+		!strings.Contains(s, "STREAMING") {
+		t.Errorf("after the thinking:\n%s", s)
+	}
+	close(end)
+	h.idle()
+}
