@@ -35,6 +35,7 @@ func historyUsage(w io.Writer) {
   limitscope history prune [--keep 90d] [--compact]
   limitscope history sessions [--limit N]    the processes that recorded: start, end, version, mode
   limitscope history repair                  copy what is readable of a damaged file into a fresh one
+  limitscope history cards [TARGET]          the limits cards limitscope probe stored, compared over time
 Every subcommand takes --json and --db PATH (default $LIMITSCOPE_DB, else
 $XDG_STATE_HOME/limitscope/history.db, else ~/.local/state/limitscope/history.db).
 `)
@@ -64,6 +65,8 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		return historyRepair(ctx, a, args)
 	case "sessions":
 		return historySessions(ctx, a, args)
+	case "cards":
+		return historyCards(ctx, a, args)
 	case "help":
 		historyUsage(a.stdout)
 		return exitOK
