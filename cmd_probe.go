@@ -96,7 +96,9 @@ func runProbe(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "limitscope probe: %v\n", err)
 		return exitFailed
 	}
-	saveCard(a, cs.History.Path(), card)
+	if err := saveCard(cs.History.Path(), card); err != nil {
+		fmt.Fprintf(a.stderr, "limitscope probe: the card was not stored in the history: %v\n", err)
+	}
 	if o.json {
 		return writeJSON(a, card)
 	}
@@ -106,19 +108,40 @@ func runProbe(ctx context.Context, a *app, args []string) int {
 	return exitOK
 }
 
-// saveCard stores card in the history at path ("" : not recorded); a
-// failure is a warning: the card was printed all the same.
-func saveCard(a *app, path string, card *probe.Card) {
+// saveCard stores card in the history at path ("" : not recorded).
+func saveCard(path string, card *probe.Card) error {
 	if path == "" {
-		return
+		return nil
 	}
 	b, err := json.Marshal(card)
-	if err == nil {
-		err = store.SaveCard(path, card.Target, card.At, b)
-	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "limitscope probe: the card was not stored in the history: %v\n", err)
+		return fmt.Errorf("encoding the card: %w", err)
 	}
+	return store.SaveCard(path, card.Target, card.At, b)
+}
+
+// consoleProbe is the console's p key (tui.Options.Probe and ProbePlan):
+// a probe with the default budget on the command's calls, its card stored.
+func consoleProbe(a *app, cs *calls.Calls) (func(context.Context, stream.Target) ([]string, error), func(stream.Target) string) {
+	opts := func(t stream.Target) probe.Options {
+		return probe.Options{Target: t, Do: cs.Doer.Do, Now: a.now, Simulated: cs.Providers.Simulated, Scenario: cs.Providers.Scenario}
+	}
+	run := func(ctx context.Context, t stream.Target) ([]string, error) {
+		card, err := probe.Run(ctx, opts(t))
+		if err != nil {
+			return nil, err
+		}
+		lines := card.Lines()
+		if err := saveCard(cs.History.Path(), card); err != nil {
+			lines = append(lines, "(not stored in the history: "+err.Error()+")")
+		}
+		return lines, nil
+	}
+	plan := func(t stream.Target) string {
+		reqs, toks := probe.Plan(opts(t))
+		return fmt.Sprintf("up to %d requests, about %d tokens", reqs, toks)
+	}
+	return run, plan
 }
 
 const historyCardsHelp = `Usage: limitscope history cards [TARGET] [--limit N] [--json]

@@ -57,3 +57,35 @@ func TestThinkingShown(t *testing.T) {
 	close(end)
 	h.idle()
 }
+
+// The p key probes the target under the cursor and shows its card in the
+// conversation: at once on the simulator; for a real provider only on a
+// second press, the first saying what it spends.
+func TestProbeKey(t *testing.T) {
+	for _, simulated := range []bool{true, false} {
+		var probed []stream.Target
+		o := simOpts()
+		o.Simulated = simulated
+		o.Probe = func(_ context.Context, tg stream.Target) ([]string, error) {
+			probed = append(probed, tg)
+			return []string{"limits card  " + tg.String() + "  (simulator)", "limits       from the response headers"}, nil
+		}
+		o.ProbePlan = func(stream.Target) string { return "up to 12 requests, about 500 tokens" }
+		h := newHarness(t, 120, 40, o)
+		h.press("tab") // the targets pane
+		for h.m.focus != focusTargets {
+			h.press("tab")
+		}
+		h.press("p")
+		if !simulated {
+			if s := h.screen(); len(probed) != 0 || !strings.Contains(s, "p again probes openai/gpt-5.4-mini") || !strings.Contains(s, "up to 12 requests") {
+				t.Fatalf("real: the first p probed (%v) or said nothing:\n%s", probed, s)
+			}
+			h.press("p")
+		}
+		h.until("the card", func() bool { return strings.Contains(h.screen(), "limits card  openai/gpt-5.4-mini") })
+		if len(probed) != 1 || probed[0] != openai || !strings.Contains(h.screen(), "> probe openai/gpt-5.4-mini") {
+			t.Errorf("simulated %v: probed %v\n%s", simulated, probed, h.screen())
+		}
+	}
+}
