@@ -88,3 +88,23 @@ func TestProbeAsksBeforeARealProvider(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, msg)
 	}
 }
+
+// A reasoning stream on the simulator: history show lists both first-token
+// times (the first content, thinking included, and the first visible text).
+func TestHistoryShowsBothFirstTokenTimes(t *testing.T) {
+	clearEnv(t)
+	ta := newTestApp(nil)
+	if code := run(t.Context(), ta.app, []string{"send", "--sim", "--answer", "think:40t+words:40", "--model", "gemini/gemini-3.8-flash", "why"}); code != exitOK {
+		t.Fatalf("send: exit %d\n%s", code, ta.errOut.String())
+	}
+	ta = newTestApp(nil)
+	if code := run(t.Context(), ta.app, []string{"history", "show", "1"}); code != exitOK {
+		t.Fatalf("history show: exit %d\n%s", code, ta.errOut.String())
+	}
+	out := ta.out.String()
+	for _, want := range []string{"first token", "first text", "thought", "40 reasoning tokens"} {
+		if strings.Count(out, want) < 2 { // the call's line and its attempt's
+			t.Errorf("history show lacks %q twice:\n%s", want, out)
+		}
+	}
+}
