@@ -122,7 +122,7 @@ type Model struct {
 	ext     map[string]*extCall // proxied calls in flight, by tagged id
 	prompts map[string]string
 
-	showLog bool // below 24 rows the attempt log hides behind a key
+	showLog bool       // below 24 rows the attempt log hides behind a key
 	probing probeState // the p key's confirmation and the probe in flight (probe.go)
 	mouse   bool
 
