@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/retry"
@@ -104,5 +105,32 @@ func TestAccountKeys(t *testing.T) {
 	_, err = calls.OpenProviders(context.Background(), os.Getenv, calls.SimFlags{}, false)
 	if err == nil || strings.Contains(err.Error(), "sk-") {
 		t.Errorf("a key in the accounts file: %v, want an error that does not repeat it", err)
+	}
+}
+
+// Pacing is per account: a rate-limit hold met by one account's key holds
+// that account's target only.
+func TestPacingPerAccount(t *testing.T) {
+	clearEnv(t)
+	cs, err := calls.Open(context.Background(), calls.Env{Getenv: os.Getenv}, calls.Flags{}, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(context.Background(), 0)
+	a := stream.Target{Provider: "groq", Account: "a", Model: "llama-3.3-70b-versatile"}
+	b := stream.Target{Provider: "groq", Account: "b", Model: "llama-3.3-70b-versatile"}
+	if err := cs.Providers.Sim.Server.Inject(sim.Fault{Provider: "groq@a", Kind: sim.FaultRateLimit, RetryAfter: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	res := cs.Run(context.Background(), retry.Call{Chain: []stream.Target{a}, Prompt: "hi", Policy: retry.Policy{MaxAttempts: 1}}, nil)
+	if res.Outcome == retry.OutcomeOK {
+		t.Fatalf("account a answered through its hold: %+v", res)
+	}
+	sa, sb := cs.Engine.TargetState(a), cs.Engine.TargetState(b)
+	if sa.Pace.HoldUntil.IsZero() || !sb.Pace.HoldUntil.IsZero() {
+		t.Errorf("holds: a %v, b %v; want a's only", sa.Pace.HoldUntil, sb.Pace.HoldUntil)
+	}
+	if res := cs.Run(context.Background(), retry.Call{Chain: []stream.Target{b}, Prompt: "hi", Policy: retry.Policy{MaxAttempts: 1}}, nil); res.Outcome != retry.OutcomeOK {
+		t.Errorf("account b: %s, want ok (the hold is a's)", res.Outcome)
 	}
 }
