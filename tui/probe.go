@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -12,6 +13,9 @@ import (
 
 // Issue 17: the p key probes the selected target's limits (Options.Probe)
 // and shows its limits card in the conversation.
+
+// probeTimeout bounds a probe from the console.
+const probeTimeout = 3 * time.Minute
 
 // probeState is the p key's state: the target a first press armed (a real
 // provider asks for a second press) and the probe in flight.
@@ -63,7 +67,9 @@ func (m *Model) probeKey() tea.Cmd {
 	m.probing.seq++
 	probe := m.opts.Probe
 	return tea.Batch(m.setStatus("Probing "+t.String()+"…", false), func() tea.Msg {
-		lines, err := probe(context.Background(), t)
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer cancel()
+		lines, err := probe(ctx, t)
 		return probeDoneMsg{target: t, lines: lines, err: err}
 	})
 }
