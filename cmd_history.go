@@ -35,6 +35,7 @@ func historyUsage(w io.Writer) {
   limitscope history prune [--keep 90d] [--compact]
   limitscope history sessions [--limit N]    the processes that recorded: start, end, version, mode
   limitscope history repair                  copy what is readable of a damaged file into a fresh one
+  limitscope history cards [TARGET]          the limits cards limitscope probe stored, compared over time
 Every subcommand takes --json and --db PATH (default $LIMITSCOPE_DB, else
 $XDG_STATE_HOME/limitscope/history.db, else ~/.local/state/limitscope/history.db).
 `)
@@ -64,6 +65,8 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		return historyRepair(ctx, a, args)
 	case "sessions":
 		return historySessions(ctx, a, args)
+	case "cards":
+		return historyCards(ctx, a, args)
 	case "help":
 		historyUsage(a.stdout)
 		return exitOK
@@ -315,6 +318,9 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		}
 		if c.TTFT > 0 {
 			fmt.Fprintf(w, "  first token %s", roundDur(c.TTFT))
+			if n := len(c.AttemptsList); n > 0 && c.AttemptsList[n-1].Class == stream.ClassOK {
+				fmt.Fprint(w, firstText(c.AttemptsList[n-1]))
+			}
 		}
 		fmt.Fprintln(w)
 	}
@@ -360,7 +366,7 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		}
 		fmt.Fprintf(w, "  %s", roundDur(at.Duration))
 		if at.TTFT > 0 {
-			fmt.Fprintf(w, " (first token %s)", roundDur(at.TTFT))
+			fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
 		}
 		if at.Decision != "" {
 			fmt.Fprintf(w, "  -> %s", at.Decision)
@@ -814,4 +820,23 @@ func historySessions(ctx context.Context, a *app, args []string) int {
 	}
 	o.table([]string{"ID", "STARTED", "ENDED", "COMMAND", "MODE", "VERSION", "PID", "CONTENT"}, rows)
 	return exitOK
+}
+
+// firstText is what follows an attempt's first-token time: the time to its
+// first visible text, when thinking came first or the two differ, and the
+// reasoning tokens the provider reported (issue 17).
+func firstText(at retry.Attempt) string {
+	var b strings.Builder
+	if at.TTFText > 0 && (at.Thinking || roundDur(at.TTFText) != roundDur(at.TTFT)) {
+		fmt.Fprintf(&b, ", first text %s", roundDur(at.TTFText))
+	}
+	if at.Thinking && at.TTFText > at.TTFT {
+		fmt.Fprintf(&b, ", thought %s", roundDur(at.TTFText-at.TTFT))
+	} else if at.Thinking {
+		b.WriteString(", thought")
+	}
+	if at.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, ", %d reasoning tokens", at.ReasoningTokens)
+	}
+	return b.String()
 }

@@ -85,6 +85,9 @@ func runSend(ctx context.Context, a *app, args []string) int {
 		// Check the keys before starting anything: a real provider is never
 		// silently replaced by the simulator.
 		for _, t := range chain {
+			if t.Account != "" {
+				continue // a named account's key is checked by Providers.Check
+			}
 			if _, err := stream.Resolve(t.Provider, a.getenv); err != nil {
 				return fail(err)
 			}

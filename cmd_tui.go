@@ -153,6 +153,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	if cds, err := cs.History.Cooldowns().List(); err == nil {
 		opts.Cooldowns = cds
 	}
+	opts.Probe, opts.ProbePlan = consoleProbe(a, cs) // issue 17: the p key
 	if px != nil {
 		for _, p := range cs.AliasProblems(pxCfg) {
 			fmt.Fprintf(&warnings, "limitscope: proxy: warning: %s\n", p)

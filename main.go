@@ -98,6 +98,8 @@ func run(ctx context.Context, a *app, args []string) int {
 		return runCooldowns(ctx, a, args[1:])
 	case "info":
 		return runInfo(ctx, a, args[1:])
+	case "probe":
+		return runProbe(ctx, a, args[1:])
 	case "bench":
 		return runBench(ctx, a, args[1:])
 	case "proxy":
@@ -126,6 +128,9 @@ const commands = `Usage:
   limitscope history prune [--keep 90d] [--compact]
   limitscope history sessions [--limit N]
   limitscope history repair                         copy what is readable of a damaged file into a fresh one
+  limitscope history cards [TARGET]                 the limits cards probe stored, compared over time
+  limitscope probe [--budget N] [--yes] [--json] P[@ACCOUNT]/M
+                                                    find an account's limits within a small budget: a limits card
   limitscope cooldowns [--json]                     the quota cooldowns recorded
   limitscope cooldowns clear [SCOPE]                end one cooldown, or every one
   limitscope bench --model P/M [--fallback P/M]... [--sim] [--requests N] [--concurrency C]

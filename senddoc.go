@@ -24,6 +24,7 @@ type sendDoc struct {
 
 type attemptDoc struct {
 	Provider     string  `json:"provider"`
+	Account      string  `json:"account,omitempty"` // a named account (provider@account)
 	Model        string  `json:"model"`
 	Status       int     `json:"status"`
 	Class        string  `json:"class"`
@@ -38,8 +39,13 @@ type attemptDoc struct {
 	MidStream    bool    `json:"mid_stream"`
 	PartialText  string  `json:"partial_text"`
 	TTFTMs       *int64  `json:"ttft_ms"`
-	StartedAt    string  `json:"started_at"`
-	DurationMs   int64   `json:"duration_ms"`
+	// TTFTextMs is the time to the first visible text, after any thinking
+	// (absent when no text came); Thinking: reasoning streamed first.
+	TTFTextMs       *int64 `json:"ttft_text_ms,omitempty"`
+	Thinking        bool   `json:"thinking,omitempty"`
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	StartedAt       string `json:"started_at"`
+	DurationMs      int64  `json:"duration_ms"`
 }
 
 type errorDoc struct {
@@ -68,6 +74,7 @@ func newSendDoc(res retry.Result, simulated bool) sendDoc {
 	for _, at := range res.Attempts {
 		d := attemptDoc{
 			Provider:    at.Target.Provider,
+			Account:     at.Target.Account,
 			Model:       at.Target.Model,
 			Status:      at.Status,
 			Class:       string(at.Class),
@@ -94,6 +101,11 @@ func newSendDoc(res retry.Result, simulated bool) sendDoc {
 			v := ms(at.TTFT)
 			d.TTFTMs = &v
 		}
+		if at.TTFText > 0 {
+			v := ms(at.TTFText)
+			d.TTFTextMs = &v
+		}
+		d.Thinking, d.ReasoningTokens = at.Thinking, at.ReasoningTokens
 		doc.Attempts = append(doc.Attempts, d)
 	}
 	if res.Err != nil {

@@ -43,7 +43,7 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 	c := &Calls{
 		Providers: provs,
 		History:   hist,
-		Doer:      &stream.Router{Client: &stream.Client{Options: f.Stream, Now: now}, Endpoints: provs.Endpoints},
+		Doer:      &stream.Router{Client: &stream.Client{Options: f.Stream, Now: now}, Endpoints: provs.Endpoints, Accounts: provs.AccountEndpoint},
 		Pacer:     retry.NewPacer(),
 		env:       env,
 		policy:    f.Policy,

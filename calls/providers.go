@@ -42,6 +42,11 @@ type Providers struct {
 	Endpoints map[string]stream.Endpoint         // by provider name: the reachable ones
 	Missing   map[string]*stream.MissingKeyError // real only: providers without a key
 	Sim       *sim.Running                       // simulated only: the embedded simulator
+	// Accounts are the named accounts' key variables from the accounts
+	// file (AccountsFile), by "provider@account"; an account not in it
+	// reads stream.AccountKeyEnv's conventional variable.
+	Accounts map[string]string
+	getenv   func(string) string
 }
 
 // OpenProviders sets up the providers. Simulated: an embedded simulator on a
@@ -49,8 +54,13 @@ type Providers struct {
 // *_BASE_URL says) with the simulator's fake key. Real: each provider's key
 // and base URL from the environment; providers without a key are in Missing.
 func OpenProviders(ctx context.Context, getenv func(string) string, sf SimFlags, simulated bool) (*Providers, error) {
-	p := &Providers{Simulated: simulated, Endpoints: map[string]stream.Endpoint{}, Missing: map[string]*stream.MissingKeyError{}}
+	p := &Providers{Simulated: simulated, Endpoints: map[string]stream.Endpoint{}, Missing: map[string]*stream.MissingKeyError{}, getenv: getenv}
 	if !simulated {
+		accts, err := LoadAccounts(getenv)
+		if err != nil {
+			return nil, err
+		}
+		p.Accounts = accts
 		for _, info := range stream.Providers() {
 			ep, err := stream.Resolve(info.Name, getenv)
 			var mk *stream.MissingKeyError
@@ -91,14 +101,55 @@ func (p *Providers) Close() {
 }
 
 // Check returns the configuration error for the first target whose provider
-// has no key.
+// (or named account) has no key.
 func (p *Providers) Check(chain []stream.Target) error {
 	for _, t := range chain {
+		if t.Account != "" {
+			if _, err := p.AccountEndpoint(t); err != nil {
+				return err
+			}
+			continue
+		}
 		if mk, ok := p.Missing[t.Provider]; ok {
 			return mk
 		}
 	}
 	return nil
+}
+
+// AccountEndpoint is the endpoint of t's named account (stream.Router's
+// Accounts): on the simulator its base URL with sim.AccountKey(account),
+// which the simulator counts as another account; else the provider's base
+// URL with the key from the account's variable (the accounts file's, or
+// stream.AccountKeyEnv's convention). A missing key is a
+// *stream.MissingKeyError naming the variable.
+func (p *Providers) AccountEndpoint(t stream.Target) (stream.Endpoint, error) {
+	base, ok := p.Endpoints[t.Provider]
+	if p.Simulated {
+		if !ok {
+			return stream.Endpoint{}, fmt.Errorf("provider %s: not simulated", t.Provider)
+		}
+		base.Key = stream.Secret(sim.AccountKey(t.Account))
+		return base, nil
+	}
+	getenv := p.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var vars []string
+	if v, ok := p.Accounts[stream.EndpointKey(accountOf(t.Provider), t.Account)]; ok {
+		vars = []string{v}
+	}
+	return stream.ResolveAccount(t.Provider, t.Account, vars, getenv)
+}
+
+// accountOf is the provider whose account a provider row spends
+// ("openai" for "openai:responses").
+func accountOf(provider string) string {
+	if info, ok := stream.Provider(provider); ok {
+		return info.AccountName()
+	}
+	return provider
 }
 
 // Available reports whether provider can be reached (it has a key, or the
@@ -126,13 +177,16 @@ func (p *Providers) Curl(maxTokens int) func(at retry.Attempt, prompt string) st
 		if !ok {
 			return ""
 		}
-		keyText := sim.FakeKey
+		keyText := sim.AccountKey(at.Target.Account)
 		if !p.Simulated {
-			info, ok := stream.Provider(at.Target.Provider)
-			if !ok || len(info.KeyEnv) == 0 {
+			vars := stream.AccountKeyEnv(at.Target.Provider, at.Target.Account)
+			if v, ok := p.Accounts[stream.EndpointKey(accountOf(at.Target.Provider), at.Target.Account)]; ok && at.Target.Account != "" {
+				vars = []string{v}
+			}
+			if len(vars) == 0 {
 				return ""
 			}
-			keyText = "$" + info.KeyEnv[0]
+			keyText = "$" + vars[0]
 		}
 		cmd, err := stream.Curl(ep, stream.Request{Target: at.Target, Prompt: prompt, MaxTokens: maxTokens}, keyText)
 		if err != nil {

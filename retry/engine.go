@@ -606,9 +606,16 @@ func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attempt
 		}
 		r.emit(Event{Kind: EventText, Text: s})
 	}
+	thinking := false
+	onThinking := func() {
+		if !thinking && !r.textSent {
+			thinking = true
+			r.emit(Event{Kind: EventThinking, Time: r.clock.Now()})
+		}
+	}
 	actx, cancel := r.attemptContext(start)
 	sr := r.e.Doer.Do(actx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
-		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling}, onText)
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking}, onText)
 	why := context.Cause(actx)
 	cancel()
 	end := endedByServer
@@ -633,6 +640,7 @@ func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attempt
 	a.Class = sr.Class()
 	a.RequestID = sr.RequestID
 	a.TTFT = sr.TTFT
+	a.TTFText, a.Thinking, a.ReasoningTokens = sr.TTFText, sr.Thinking, sr.ReasoningTokens
 	a.Limits = sr.Limits
 	if e := sr.Err; e != nil {
 		a.Code = e.Code
@@ -704,7 +712,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 		r.res.Text = sr.Text
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
-		served := stream.Target{Provider: t.Provider, Model: sr.Model}
+		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
 		if served.Model == "" {
 			served.Model = t.Model
 		}

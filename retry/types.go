@@ -116,11 +116,17 @@ type Attempt struct {
 	MidStream   bool
 	PartialText string // text received before an error (never glued onto a retry's answer)
 	TTFT        time.Duration
-	StartedAt   time.Time
-	Duration    time.Duration
-	Limits      *stream.Limits // the snapshot this response carried
-	Decision    Decision
-	NoRetry     bool // x-should-retry: false
+	// TTFText is the time to the first visible text (after any thinking;
+	// 0: none), Thinking whether reasoning streamed, ReasoningTokens the
+	// provider's count of them (0: not reported). Issue 17.
+	TTFText         time.Duration
+	Thinking        bool
+	ReasoningTokens int
+	StartedAt       time.Time
+	Duration        time.Duration
+	Limits          *stream.Limits // the snapshot this response carried
+	Decision        Decision
+	NoRetry         bool // x-should-retry: false
 	// Cooldown is the cooldown this attempt's quota error recorded (scope,
 	// target, until), nil when none: consumers read it, never parse Message.
 	Cooldown *Cooldown
@@ -185,6 +191,7 @@ const (
 	EventCallStart    EventKind = "call_start"
 	EventAttemptStart EventKind = "attempt_start"
 	EventText         EventKind = "text"
+	EventThinking     EventKind = "thinking" // the attempt's first reasoning delta: the model is thinking
 	EventAttemptEnd   EventKind = "attempt_end"
 	EventWait         EventKind = "wait"
 	EventWaitEnd      EventKind = "wait_end" // a wait ended; Wait.Waited is what was actually waited

@@ -47,7 +47,7 @@ func (anthropicDialect) auth(_ *provider, r *http.Request, requestID string) (re
 	xKey := r.Header.Get("x-api-key")
 	bKey, bGiven := bearer(r)
 	switch {
-	case xKey == FakeKey || (xKey == "" && bKey == FakeKey):
+	case validKey(xKey) || (xKey == "" && validKey(bKey)):
 	case xKey != "":
 		return anthropicError(401, "authentication_error", "invalid x-api-key", requestID), false
 	case bGiven:
@@ -147,15 +147,34 @@ func (anthropicDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 	o.event("message_start", obj{"type", "message_start", "message", obj{
 		"model", a.req.model, "id", msgID, "type", "message", "role", "assistant", "content", []any{},
 		"stop_reason", nil, "stop_sequence", nil, "usage", a.anthropicUsage(1)}})
-	o.event("content_block_start", obj{"type", "content_block_start", "index", 0,
-		"content_block", obj{"type", "text", "text", ""}})
-	o.event("ping", obj{"type", "ping"})
-	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
-		return
+	idx := 0 // the text block's index: 1 after a thinking block
+	if len(a.thinking) > 0 {
+		o.event("content_block_start", obj{"type", "content_block_start", "index", 0,
+			"content_block", obj{"type", "thinking", "thinking", "", "signature", ""}})
+		o.event("ping", obj{"type", "ping"})
+		if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) || !s.think(ctx, o, a, func(p string) {
+			o.event("content_block_delta", obj{"type", "content_block_delta", "index", 0,
+				"delta", obj{"type", "thinking_delta", "thinking", p}})
+		}) {
+			return
+		}
+		o.event("content_block_delta", obj{"type", "content_block_delta", "index", 0,
+			"delta", obj{"type", "signature_delta", "signature", a.thinkingSignature()}})
+		o.event("content_block_stop", obj{"type", "content_block_stop", "index", 0})
+		idx = 1
+		o.event("content_block_start", obj{"type", "content_block_start", "index", idx,
+			"content_block", obj{"type", "text", "text", ""}})
+	} else {
+		o.event("content_block_start", obj{"type", "content_block_start", "index", 0,
+			"content_block", obj{"type", "text", "text", ""}})
+		o.event("ping", obj{"type", "ping"})
+		if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
+			return
+		}
 	}
 	pieces, _ := a.upToBreak(a.pieces)
 	ok := s.paced(ctx, o, a, pieces, func(p string) {
-		o.event("content_block_delta", obj{"type", "content_block_delta", "index", 0,
+		o.event("content_block_delta", obj{"type", "content_block_delta", "index", idx,
 			"delta", obj{"type", "text_delta", "text", p}})
 	})
 	if !ok {
@@ -171,10 +190,10 @@ func (anthropicDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 		}
 		return
 	}
-	o.event("content_block_stop", obj{"type", "content_block_stop", "index", 0})
+	o.event("content_block_stop", obj{"type", "content_block_stop", "index", idx})
 	o.event("message_delta", obj{"type", "message_delta",
 		"delta", obj{"stop_reason", anthropicStop(a.finish), "stop_sequence", nil},
-		"usage", obj{"input_tokens", a.req.inputTokens, "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0, "output_tokens", a.out}})
+		"usage", obj{"input_tokens", a.req.inputTokens, "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0, "output_tokens", a.out + a.thinkTokens()}})
 	o.event("message_stop", obj{"type", "message_stop"})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -52,7 +53,11 @@ func persistent(kind string) bool { return kind == FaultSpendCap || kind == Faul
 // A failover-demo fault instead degrades its provider (the scenario's
 // primary when Provider is "") for RetryAfter (default 60s).
 func (s *Server) Arm(f Fault) (int, error) {
-	f.Provider = accountName(f.Provider) // an API variant's faults are its provider's
+	if base, acct, ok := strings.Cut(f.Provider, "@"); ok {
+		f.Provider = stateKey(accountName(base), acct) // a named account's faults are its own
+	} else {
+		f.Provider = accountName(f.Provider) // an API variant's faults are its provider's
+	}
 	if err := f.validate(); err != nil {
 		return 0, fmt.Errorf("sim: %w", err)
 	}
@@ -69,7 +74,8 @@ func (s *Server) Arm(f Fault) (int, error) {
 		if d <= 0 {
 			d = time.Minute
 		}
-		st := s.state[p]
+		base, acct, _ := strings.Cut(p, "@")
+		st := s.stateOf(base, acct)
 		st.degradedUntil, st.degradeID = s.clock.Now().Add(d), id
 		return id, nil
 	}
@@ -98,8 +104,9 @@ func fingerprint(req *simRequest) uint64 {
 }
 
 // quotaReset is when a persistent quota fault on provider lifts by itself.
-func (s *Server) quotaReset(p string, a *armedFault, now time.Time) time.Time {
-	st := s.state[p]
+func (s *Server) quotaReset(key string, a *armedFault, now time.Time) time.Time {
+	p, acct, _ := strings.Cut(key, "@")
+	st := s.stateOf(p, acct)
 	if a.f.Kind == FaultSpendCap {
 		return s.spendReset(st, now)
 	}

@@ -43,7 +43,8 @@ func (v limitView) level(l limiter, hold bool) (int64, time.Duration) {
 // schedule, and the documented limits. Called with s.mu held.
 func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 	now := s.clock.Now()
-	st := s.state[p.name]
+	st := s.stateOf(p.name, req.account)
+	key := stateKey(p.name, req.account) // armed faults and holds: per account
 	cfg := st.cfg
 	d := decision{header: http.Header{}}
 	d.idSeed = s.nextSeed()
@@ -96,12 +97,12 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 			d.reply = &rp
 			st.errors++
 		}
-		p.d.limitHeaders(p, limitView{st: st, now: now, hold: s.holdEnd(p.name, now)}, d.header)
+		p.d.limitHeaders(p, limitView{st: st, now: now, hold: s.holdEnd(key, now)}, d.header)
 		return d
 	}
 
 	// Armed faults first: injected ones and the holds they left.
-	if a := s.armedFor(p.name, req, now); a != nil {
+	if a := s.armedFor(key, req, now); a != nil {
 		d.info.resetAt = a.resetAt
 		return fail(a.kind, a.code, a.retryAfter)
 	}
@@ -113,7 +114,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 		// A 429 with retry-after 30s (or until the degradation ends), and
 		// refusing until then.
 		retry := min(30*time.Second, st.degradedUntil.Sub(now))
-		s.hold(p.name, FaultRateLimit, "", retry, now)
+		s.hold(key, FaultRateLimit, "", retry, now)
 		return fail(FaultRateLimit, "", retry)
 	}
 	// The scenario's schedule.
@@ -128,7 +129,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 				if retry <= 0 {
 					retry = defaultRetry(r.Kind)
 				}
-				s.hold(p.name, r.Kind, r.Code, retry, now)
+				s.hold(key, r.Kind, r.Code, retry, now)
 				return fail(r.Kind, r.Code, retry)
 			}
 			return fail(r.Kind, r.Code, r.RetryAfter)

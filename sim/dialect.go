@@ -130,6 +130,7 @@ func groqID(r *rand.Rand) string      { return "req_01" + randChars(r, lowerAlnu
 // simRequest is one request, as every dialect reduces it.
 type simRequest struct {
 	provider     string
+	account      string // the key's account ("" = FakeKey's; see AccountKey)
 	model        string
 	stream       bool
 	includeUsage bool   // OpenAI stream_options.include_usage
@@ -164,6 +165,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		send(bad)
 		return
 	}
+	req.account = requestAccount(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -222,7 +224,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		finish = "length"
 	}
 	a := &answerPlan{req: req, d: d, pieces: pieces, text: text, out: out, finish: finish, pace: pace,
-		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg}
+		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg, thinking: s.thinkingPieces(req)}
 	if !req.stream {
 		if !pace.sleep(ctx, s.closed, pace.firstToken+pace.perToken*time.Duration(out)) {
 			return

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/limitscope/limitscope/stream"
 )
 
 // The fault kinds, for Fault.Kind, scenario files and the admin endpoint.
@@ -83,7 +86,9 @@ func (f Fault) validate() error {
 	if !knownFault(f.Kind) {
 		return fmt.Errorf("unknown fault kind %q", f.Kind)
 	}
-	if f.Provider != "" && !knownProvider(f.Provider) {
+	if base, acct, ok := strings.Cut(f.Provider, "@"); ok && (!knownProvider(base) || !stream.ValidAccount(acct)) {
+		return fmt.Errorf("unknown provider account %q", f.Provider)
+	} else if !ok && f.Provider != "" && !knownProvider(f.Provider) {
 		return fmt.Errorf("unknown provider %q", f.Provider)
 	}
 	if f.Count < 0 {

@@ -63,7 +63,7 @@ func (geminiDialect) auth(_ *provider, r *http.Request, _ string) (reply, bool) 
 		k = r.URL.Query().Get("key")
 	}
 	switch {
-	case k == FakeKey:
+	case validKey(k):
 		return reply{}, true
 	case k == "":
 		return geminiError(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."), false
@@ -135,11 +135,23 @@ func (a *answerPlan) geminiChunk(text string, final bool) obj {
 	if final {
 		cand = append(cand, "finishReason", geminiFinish(a.finish))
 		usage = obj{"promptTokenCount", a.req.inputTokens, "candidatesTokenCount", a.out,
-			"totalTokenCount", a.req.inputTokens + a.out, "promptTokensDetails", prompt,
+			"totalTokenCount", a.req.inputTokens + a.out + a.thinkTokens(), "promptTokensDetails", prompt,
 			"candidatesTokensDetails", []any{obj{"modality", "TEXT", "tokenCount", a.out}}}
+		if t := a.thinkTokens(); t > 0 {
+			usage = append(usage, "thoughtsTokenCount", t)
+		}
 	}
 	cand = append(cand, "index", 0)
 	return obj{"candidates", []any{cand}, "usageMetadata", usage,
+		"modelVersion", a.req.model, "responseId", a.id("", alnum, 23)}
+}
+
+// geminiThought is a chunk of the thinking phase: a part with thought true
+// (thought summaries, includeThoughts).
+func (a *answerPlan) geminiThought(text string) obj {
+	prompt := []any{obj{"modality", "TEXT", "tokenCount", a.req.inputTokens}}
+	return obj{"candidates", []any{obj{"content", obj{"parts", []any{obj{"text", text, "thought", true}}, "role", "model"}, "index", 0}},
+		"usageMetadata", obj{"promptTokenCount", a.req.inputTokens, "totalTokenCount", a.req.inputTokens, "promptTokensDetails", prompt},
 		"modelVersion", a.req.model, "responseId", a.id("", alnum, 23)}
 }
 
@@ -164,6 +176,9 @@ func (d geminiDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answ
 	o.w.Header().Set("Content-Disposition", "attachment")
 	o.start("text/event-stream")
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
+		return
+	}
+	if !s.think(ctx, o, a, func(p string) { o.data(a.geminiThought(p)) }) {
 		return
 	}
 	chunks, broken := a.upToBreak(groupPieces(a.pieces, 6))

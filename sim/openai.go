@@ -36,6 +36,9 @@ type compat struct {
 	usageDetails  bool // prompt_tokens_details / completion_tokens_details in usage
 	xGroq         bool // the first chunk carries x_groq.id
 	usageOnFinish bool // usage rides on the finish chunk (Mistral), not its own chunk
+	// reasoning is the delta field a thinking phase streams in
+	// ("reasoning_content", "reasoning"; "": none, the phase is silence).
+	reasoning     string
 	forbidden     []string
 	rateLimit     func(e errorInfo) reply
 	slowDown      func(e errorInfo) reply // nil: the rate limit's answer
@@ -105,7 +108,7 @@ func bearer(r *http.Request) (string, bool) {
 
 func (openAIDialect) auth(p *provider, r *http.Request, requestID string) (reply, bool) {
 	key, given := bearer(r)
-	if key != FakeKey {
+	if !validKey(key) {
 		return p.compat.auth(given, requestID), false
 	}
 	return reply{}, true
@@ -229,8 +232,10 @@ func extraForbidden(body []byte, forbidden []string) (reply, bool) {
 // ---- answers --------------------------------------------------------------
 
 type oaDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"` // DeepSeek, xAI: a thinking phase
+	Reasoning        *string `json:"reasoning,omitempty"`         // Groq: a thinking phase
 }
 
 type oaChoice struct {
@@ -255,10 +260,11 @@ var null = json.RawMessage("null")
 
 // usage is the answer's usage object, with the details the provider sends.
 func (a *answerPlan) openAIUsage(c *compat) obj {
-	u := obj{"prompt_tokens", a.req.inputTokens, "completion_tokens", a.out, "total_tokens", a.req.inputTokens + a.out}
+	out := a.out + a.thinkTokens() // completion tokens include the reasoning
+	u := obj{"prompt_tokens", a.req.inputTokens, "completion_tokens", out, "total_tokens", a.req.inputTokens + out}
 	if c.usageDetails {
 		u = append(u, "prompt_tokens_details", obj{"cached_tokens", 0, "audio_tokens", 0},
-			"completion_tokens_details", obj{"reasoning_tokens", 0, "audio_tokens", 0,
+			"completion_tokens_details", obj{"reasoning_tokens", a.thinkTokens(), "audio_tokens", 0,
 				"accepted_prediction_tokens", 0, "rejected_prediction_tokens", 0})
 	}
 	return u
@@ -305,6 +311,21 @@ func (openAIDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answer
 	}
 	o.data(first)
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
+		return
+	}
+	var emitThought func(string)
+	if c.reasoning != "" {
+		emitThought = func(p string) {
+			ch := chunk
+			d := oaDelta{ReasoningContent: &p}
+			if c.reasoning == "reasoning" {
+				d = oaDelta{Reasoning: &p}
+			}
+			ch.Choices = []oaChoice{{Delta: d, Logprobs: null}}
+			o.data(ch)
+		}
+	}
+	if !s.think(ctx, o, a, emitThought) {
 		return
 	}
 	pieces, _ := a.upToBreak(a.pieces)
@@ -510,7 +531,8 @@ func initCompat() {
 		contextLength: openAIContextLength(&openAICompat),
 	}
 	groqCompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "nested-noparam", headers: "requests-per-day", fingerprint: true, xGroq: true,
+		reasoning: "reasoning",
+		paths:     []string{"/chat/completions"}, envelope: "nested-noparam", headers: "requests-per-day", fingerprint: true, xGroq: true,
 		rateLimit: func(e errorInfo) reply {
 			long, ab := "requests per minute", "RPM"
 			if e.unit() == "tokens" {
@@ -546,7 +568,8 @@ func initCompat() {
 		contextLength: openAIContextLength(&groqCompat),
 	}
 	deepseekCompat = &compat{
-		paths: []string{"/chat/completions", "/v1/chat/completions"}, envelope: "nested", fingerprint: true, invalidCodes: true,
+		reasoning: "reasoning_content",
+		paths:     []string{"/chat/completions", "/v1/chat/completions"}, envelope: "nested", fingerprint: true, invalidCodes: true,
 		rateLimit: func(errorInfo) reply {
 			return jsonReply(429, deepseekCompat.body("Rate Limit Reached", "rate_limit_error", "rate_limit_exceeded"))
 		},
@@ -579,7 +602,8 @@ func initCompat() {
 		contextLength: openAIContextLength(&mistralCompat),
 	}
 	xaiCompat = &compat{
-		paths: []string{"/chat/completions"}, envelope: "flat-code", fingerprint: true, usageDetails: true,
+		reasoning: "reasoning_content",
+		paths:     []string{"/chat/completions"}, envelope: "flat-code", fingerprint: true, usageDetails: true,
 		rateLimit: func(e errorInfo) reply {
 			what, unit := "requests", "Requests per Minute"
 			if e.unit() == "tokens" {

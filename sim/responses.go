@@ -102,10 +102,14 @@ func (a *answerPlan) respIDs() respIDs {
 }
 
 func (a *answerPlan) respUsage() obj {
+	out := a.out + a.thinkTokens() // output tokens include the reasoning
 	return obj{"input_tokens", a.req.inputTokens, "input_tokens_details", obj{"cached_tokens", 0},
-		"output_tokens", a.out, "output_tokens_details", obj{"reasoning_tokens", 0},
-		"total_tokens", a.req.inputTokens + a.out}
+		"output_tokens", out, "output_tokens_details", obj{"reasoning_tokens", a.thinkTokens()},
+		"total_tokens", a.req.inputTokens + out}
 }
+
+// respReasoningID is the reasoning item's id in a thinking phase.
+func (a *answerPlan) respReasoningID() string { return a.id("rs_", hexDigits, 48) }
 
 // respObject is the response object in a given status; output and usage
 // only when the answer is over.
@@ -159,15 +163,35 @@ func (responsesDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 	}
 	w.event("response.created", "response", a.respObject(ids, "in_progress", nil, nil, nil, nil))
 	w.event("response.in_progress", "response", a.respObject(ids, "in_progress", nil, nil, nil, nil))
-	w.event("response.output_item.added", "output_index", 0, "item", a.respMessage(ids, "in_progress", ""))
-	w.event("response.content_part.added", "item_id", ids.msg, "output_index", 0, "content_index", 0,
+	mi := 0 // the message's output_index: 1 after a reasoning item
+	var output []any
+	if len(a.thinking) > 0 {
+		rs := a.respReasoningID()
+		w.event("response.output_item.added", "output_index", 0, "item", obj{"id", rs, "type", "reasoning", "summary", []any{}})
+		w.event("response.reasoning_summary_part.added", "item_id", rs, "output_index", 0, "summary_index", 0,
+			"part", obj{"type", "summary_text", "text", ""})
+		if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) || !s.think(ctx, o, a, func(p string) {
+			w.event("response.reasoning_summary_text.delta", "item_id", rs, "output_index", 0, "summary_index", 0, "delta", p)
+		}) {
+			return
+		}
+		summary := strings.Join(a.thinking, "")
+		w.event("response.reasoning_summary_text.done", "item_id", rs, "output_index", 0, "summary_index", 0, "text", summary)
+		w.event("response.reasoning_summary_part.done", "item_id", rs, "output_index", 0, "summary_index", 0,
+			"part", obj{"type", "summary_text", "text", summary})
+		item := obj{"id", rs, "type", "reasoning", "summary", []any{obj{"type", "summary_text", "text", summary}}}
+		w.event("response.output_item.done", "output_index", 0, "item", item)
+		output, mi = append(output, item), 1
+	}
+	w.event("response.output_item.added", "output_index", mi, "item", a.respMessage(ids, "in_progress", ""))
+	w.event("response.content_part.added", "item_id", ids.msg, "output_index", mi, "content_index", 0,
 		"part", obj{"type", "output_text", "text", "", "annotations", []any{}})
-	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
+	if len(a.thinking) == 0 && !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
 	pieces, _ := a.upToBreak(a.pieces)
 	if !s.paced(ctx, o, a, pieces, func(p string) {
-		w.event("response.output_text.delta", "item_id", ids.msg, "output_index", 0, "content_index", 0,
+		w.event("response.output_text.delta", "item_id", ids.msg, "output_index", mi, "content_index", 0,
 			"delta", p, "logprobs", []any{})
 	}) {
 		return
@@ -182,12 +206,12 @@ func (responsesDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 	if a.finish == "length" {
 		status, incomplete, typ = "incomplete", obj{"reason", "max_output_tokens"}, "response.incomplete"
 	}
-	w.event("response.output_text.done", "item_id", ids.msg, "output_index", 0, "content_index", 0, "text", a.text, "logprobs", []any{})
-	w.event("response.content_part.done", "item_id", ids.msg, "output_index", 0, "content_index", 0,
+	w.event("response.output_text.done", "item_id", ids.msg, "output_index", mi, "content_index", 0, "text", a.text, "logprobs", []any{})
+	w.event("response.content_part.done", "item_id", ids.msg, "output_index", mi, "content_index", 0,
 		"part", obj{"type", "output_text", "text", a.text, "annotations", []any{}})
 	msg := a.respMessage(ids, status, a.text)
-	w.event("response.output_item.done", "output_index", 0, "item", msg)
-	w.event(typ, "response", a.respObject(ids, status, nil, incomplete, []any{msg}, a.respUsage()))
+	w.event("response.output_item.done", "output_index", mi, "item", msg)
+	w.event(typ, "response", a.respObject(ids, status, nil, incomplete, append(output, msg), a.respUsage()))
 }
 
 // responsesMidStream writes the error a mid_stream fault breaks the

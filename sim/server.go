@@ -68,11 +68,14 @@ type Server struct {
 	scen    *scenario
 	started time.Time
 	state   map[string]*provState
-	armed   []*armedFault // injected faults and the holds faults left behind, oldest first
-	nextArm int
-	seed    uint64
-	rng     *rand.Rand // fault draws; under mu
-	seq     uint64     // ids derive from seed and seq
+	// accounts are the named accounts' states (AccountKey), by
+	// "provider@account", made on first use.
+	accounts map[string]*provState
+	armed    []*armedFault // injected faults and the holds faults left behind, oldest first
+	nextArm  int
+	seed     uint64
+	rng      *rand.Rand // fault draws; under mu
+	seq      uint64     // ids derive from seed and seq
 }
 
 // provState is one provider's live limits and counters.
@@ -176,7 +179,7 @@ func (s *Server) SetScenario(name string) error {
 		state[p] = s.newState(p, sc.Providers[p], seed)
 	}
 	s.mu.Lock()
-	s.scen, s.started, s.state = sc, now, state
+	s.scen, s.started, s.state, s.accounts = sc, now, state, nil
 	s.mu.Unlock()
 	return nil
 }

@@ -10,16 +10,17 @@ import (
 // answerPlan is one answer to write: its text, usage, ids and pace, and the
 // fault (cut, mid_stream, stall) that interrupts it, if any.
 type answerPlan struct {
-	req     *simRequest
-	d       decision
-	pieces  []string
-	text    string
-	out     int
-	finish  string // "stop" or "length"
-	pace    pacing
-	created time.Time
-	ids     uint64
-	cfg     *providerConfig
+	req      *simRequest
+	d        decision
+	pieces   []string
+	thinking []string // the thinking phase before the text (thinking.go); nil: none
+	text     string
+	out      int
+	finish   string // "stop" or "length"
+	pace     pacing
+	created  time.Time
+	ids      uint64
+	cfg      *providerConfig
 }
 
 // upToBreak returns the pieces sent before a cut, a mid-stream error or a

@@ -102,8 +102,9 @@ func groupPieces(pieces []string, n int) []string {
 // answerShape is Options.Answer parsed: a shape and a size in bytes (0:
 // the shape's default).
 type answerShape struct {
-	kind string // "" (a short reply), "words", "paragraph", "paragraphs", "code"
-	size int
+	kind  string // "" (a short reply), "words", "paragraph", "paragraphs", "code"
+	size  int
+	think int // bytes of reasoning streamed before the answer (thinking.go); 0: none
 }
 
 const maxAnswerSize = 64 << 20
@@ -111,6 +112,18 @@ const maxAnswerSize = 64 << 20
 // parseAnswer reads "SHAPE[:SIZE]": SHAPE is words, paragraph, paragraphs
 // or code; SIZE is bytes ("800", "64KB", "1MB") or tokens ("500t").
 func parseAnswer(spec string) (answerShape, error) {
+	think, rest, err := cutThink(spec)
+	if err != nil {
+		return answerShape{}, err
+	}
+	if think > 0 {
+		a, err := parseAnswer(rest)
+		if err != nil || a.think > 0 {
+			return answerShape{}, fmt.Errorf("answer %q: want think[:SIZE][+SHAPE[:SIZE]] (e.g. think:200t+paragraph:4KB)", spec)
+		}
+		a.think = think
+		return a, nil
+	}
 	spec = strings.TrimSpace(spec)
 	if spec == "" || spec == "short" {
 		return answerShape{}, nil

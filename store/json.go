@@ -14,6 +14,7 @@ import (
 type AttemptJSON struct {
 	N            int                 `json:"n"`
 	Provider     string              `json:"provider"`
+	Account      string              `json:"account,omitempty"`
 	Model        string              `json:"model"`
 	Status       int                 `json:"status"`
 	Class        stream.Class        `json:"class"`
@@ -37,6 +38,11 @@ type AttemptJSON struct {
 	// WaitPlannedMs into a wait of that length (0: during the request).
 	FailedOverByUser bool    `json:"failed_over_by_user,omitempty"`
 	WaitPlannedMs    float64 `json:"wait_planned_ms,omitempty"`
+	// TTFTextMs: the time to the first visible text, after any thinking
+	// (issue 17); Thinking: reasoning streamed; ReasoningTokens where reported.
+	TTFTextMs       float64 `json:"ttft_text_ms,omitempty"`
+	Thinking        bool    `json:"thinking,omitempty"`
+	ReasoningTokens int     `json:"reasoning_tokens,omitempty"`
 }
 
 // CallJSON is a call as `history --json` and export show it.
@@ -103,6 +109,7 @@ func AttemptToJSON(a *retry.Attempt) AttemptJSON {
 		RequestID: a.RequestID, MidStream: a.MidStream, PartialText: a.PartialText, TTFTMs: ms(a.TTFT),
 		DurationMs: ms(a.Duration), Decision: a.Decision, NoRetry: a.NoRetry, Limits: a.Limits,
 		FailedOverByUser: a.FailedOverByUser, WaitPlannedMs: ms(a.WaitPlanned),
+		Account: a.Target.Account, TTFTextMs: ms(a.TTFText), Thinking: a.Thinking, ReasoningTokens: a.ReasoningTokens,
 	}
 	if !a.StartedAt.IsZero() {
 		j.StartedAt = ts(a.StartedAt)

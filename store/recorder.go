@@ -227,7 +227,7 @@ func (r *Recorder) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) 
 }
 
 func (r *Recorder) record(ev retry.Event, c *retry.Call) {
-	if ev.Kind == retry.EventText {
+	if ev.Kind == retry.EventText || ev.Kind == retry.EventThinking {
 		return
 	}
 	// Copy what the engine points at, so later changes cannot race.

@@ -251,14 +251,14 @@ func (e *enc) target(t stream.Target, chain []stream.Target) {
 		}
 	}
 	e.byte(255)
-	e.str(t.Provider)
+	e.str(t.EndpointKey())
 	e.str(t.Model)
 }
 
 func (d *dec) target(chain []stream.Target) stream.Target {
 	b := d.byte()
 	if b == 255 {
-		return stream.Target{Provider: d.str(), Model: d.str()}
+		return d.provModel()
 	}
 	if int(b) < len(chain) {
 		return chain[b]
@@ -274,7 +274,7 @@ func (d *dec) target(chain []stream.Target) stream.Target {
 // provider plus its model when the provider reported another one.
 func (e *enc) servedBy(t stream.Target, chain []stream.Target) {
 	for i, c := range chain {
-		if c.Provider == t.Provider && i < 255 {
+		if c.Provider == t.Provider && c.Account == t.Account && i < 255 {
 			e.byte(byte(i))
 			if c.Model == t.Model {
 				e.byte(0)
@@ -286,7 +286,7 @@ func (e *enc) servedBy(t stream.Target, chain []stream.Target) {
 		}
 	}
 	e.byte(255)
-	e.str(t.Provider)
+	e.str(t.EndpointKey())
 	e.str(t.Model)
 }
 
@@ -296,7 +296,7 @@ func (d *dec) servedBy(chain []stream.Target) stream.Target {
 		if b != 255 {
 			d.fail()
 		}
-		return stream.Target{Provider: d.str(), Model: d.str()}
+		return d.provModel()
 	}
 	t := chain[b]
 	if d.byte() == 1 {
@@ -385,7 +385,7 @@ func encodeCallInto(e *enc, c *Call) {
 	}
 	e.uvarint(uint64(len(c.Chain)))
 	for _, t := range c.Chain {
-		e.str(t.Provider)
+		e.str(t.EndpointKey())
 		e.str(t.Model)
 	}
 	if c.ServedBy != nil {
@@ -477,7 +477,7 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 	if n := d.uvarint(); n > 0 && n <= uint64(len(d.b)) {
 		c.Chain = make([]stream.Target, n)
 		for i := range c.Chain {
-			c.Chain[i] = stream.Target{Provider: d.str(), Model: d.str()}
+			c.Chain[i] = d.provModel()
 		}
 	} else if n > 0 {
 		d.fail()
@@ -608,6 +608,7 @@ const (
 	afNoRetry
 	afLimits
 	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
+	afText   // the time to first visible text, the thinking flag and the reasoning tokens follow (issue 17)
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
@@ -637,6 +638,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	if a.FailedOverByUser {
 		f |= afByUser
 	}
+	if a.TTFText > 0 || a.Thinking || a.ReasoningTokens > 0 {
+		f |= afText
+	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
 	e.target(a.Target, chain)
@@ -661,6 +665,11 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	}
 	if a.FailedOverByUser {
 		e.dur(a.WaitPlanned)
+	}
+	if f&afText != 0 {
+		e.dur(a.TTFText)
+		e.bool(a.Thinking)
+		e.uvarint(uint64(a.ReasoningTokens))
 	}
 }
 
@@ -713,6 +722,11 @@ func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target
 	if f&afByUser != 0 {
 		a.FailedOverByUser = true
 		a.WaitPlanned = d.dur()
+	}
+	if f&afText != 0 {
+		a.TTFText = d.dur()
+		a.Thinking = d.bool()
+		a.ReasoningTokens = int(d.uvarint())
 	}
 	if d.err != nil {
 		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)

@@ -124,6 +124,7 @@ func (d *anthropicDecoder) handleMap(typ, data string) step {
 			}
 		default: // thinking, signatures, tool input: content, not text
 			s.progress = true
+			s.thinking = isThinkingDelta(jsonString(delta["type"]))
 		}
 	case "message_delta":
 		if delta := obj(string(m["delta"])); delta != nil {
@@ -188,6 +189,12 @@ func (d *anthropicDecoder) fast(typ, data string) (step, bool) {
 		}
 	default:
 		s.progress = true
+		s.thinking = isThinkingDelta(e.Delta.Type.text(jsonString))
 	}
 	return s, true
 }
+
+// isThinkingDelta reports whether a content_block_delta's type is part of
+// a thinking block (extended thinking: thinking_delta, and the
+// signature_delta that closes the block).
+func isThinkingDelta(typ string) bool { return typ == "thinking_delta" || typ == "signature_delta" }

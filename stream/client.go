@@ -450,17 +450,18 @@ func (h *headReader) Read(p []byte) (int, error) {
 
 // attempt is the state of one Do call.
 type attempt struct {
-	c      *Client
-	o      Options
-	p      ProviderInfo // the provider's row, resolved once
-	d      *dialectSpec // its dialect
-	parent context.Context
-	ctx    context.Context
-	wd     *watchdog
-	start  time.Time
-	res    Result
-	onText func(string) // the caller's (may be nil); gets deltas with the key scrubbed
-	red    redactor
+	c          *Client
+	o          Options
+	p          ProviderInfo // the provider's row, resolved once
+	d          *dialectSpec // its dialect
+	parent     context.Context
+	ctx        context.Context
+	wd         *watchdog
+	start      time.Time
+	res        Result
+	onText     func(string) // the caller's (may be nil); gets deltas with the key scrubbed
+	onThinking func()       // Request.OnThinking (may be nil)
+	red        redactor
 }
 
 // emitText hands a scrubbed delta to the caller, pausing the idle timers
@@ -474,6 +475,25 @@ func (a *attempt) emitText(s string) {
 	a.wd.resume()
 }
 
+// thinking notes a reasoning delta: the result says so and the caller's
+// OnThinking hears it (the idle timers paused, as for onText).
+func (a *attempt) thinking() {
+	a.res.Thinking = true
+	if a.onThinking == nil {
+		return
+	}
+	a.wd.pause()
+	a.onThinking()
+	a.wd.resume()
+}
+
+// firstText notes the time to the first visible text.
+func (a *attempt) firstText(out string) {
+	if out != "" && a.res.TTFText == 0 {
+		a.res.TTFText = max(a.c.now().Sub(a.start), time.Nanosecond)
+	}
+}
+
 // Do sends req to ep and reads the answer to its end, calling onText (which
 // may be nil) with each text delta as it arrives. It returns the Result;
 // Result.Err is nil only when the stream signalled its own end.
@@ -485,7 +505,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 		ctx = context.Background()
 	}
 	red := newRedactor(ep.Key, ep.awsSecrets(ctx)...)
-	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText}
+	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText, onThinking: req.OnThinking}
 	res := a.run(ep, req)
 	return red.scrub(res)
 }
@@ -805,9 +825,13 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		if s.progress && !finished {
 			a.wd.progressed(noProgress)
 		}
+		if s.thinking {
+			a.thinking()
+		}
 		if s.text != "" {
 			out := deltas.Text(s.text)
 			truncated = keep(&text, out, a.o.MaxPartialText) || truncated
+			a.firstText(out)
 			a.emitText(out)
 		}
 		if s.err != nil {
@@ -829,6 +853,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	}
 	if out := deltas.Flush(); out != "" {
 		truncated = keep(&text, out, a.o.MaxPartialText) || truncated
+		a.firstText(out)
 		a.emitText(out)
 	}
 	st := dec.state()
@@ -836,6 +861,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	a.res.TextTruncated = truncated
 	a.res.FinishReason = st.finish
 	a.res.Usage = st.usage
+	a.res.ReasoningTokens = st.reasoning
 	a.res.Model = st.model
 	if a.res.RequestID == "" {
 		a.res.RequestID = st.requestID

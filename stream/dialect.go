@@ -183,6 +183,7 @@ func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Re
 type step struct {
 	text      string     // a text delta
 	progress  bool       // content arrived (text, reasoning or tool input)
+	thinking  bool       // the content was reasoning (thinking, a reasoning summary, a thought)
 	err       *ErrorBody // an error inside the stream
 	finished  bool       // the end was signalled (finish_reason, finishReason, message_stop)
 	done      bool       // nothing more is expected: stop reading now
@@ -208,6 +209,7 @@ type decoded struct {
 	usage     *Usage
 	model     string
 	requestID string // from the body, when the headers had none
+	reasoning int    // reasoning tokens, where reported
 }
 
 func (d *decoded) state() *decoded { return d }

@@ -130,6 +130,9 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
 		}
+		if r, ok := jsonInt(u["thoughtsTokenCount"]); ok { // issue 17: reasoning tokens
+			d.reasoning = r
+		}
 	}
 	cands := jsonArray(m["candidates"])
 	for i, c := range cands {
@@ -138,7 +141,7 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 		}
 		for _, p := range jsonArray(field(c, "content", "parts")) {
 			if string(p["thought"]) == "true" {
-				s.progress = true
+				s.progress, s.thinking = true, true // issue 17: a thought is reasoning
 				continue
 			}
 			if t := jsonString(p["text"]); t != "" {
@@ -181,6 +184,7 @@ type geminiFastBody struct {
 	UsageMetadata *struct {
 		PromptTokenCount     *float64 `json:"promptTokenCount"`
 		CandidatesTokenCount *float64 `json:"candidatesTokenCount"`
+		ThoughtsTokenCount   *float64 `json:"thoughtsTokenCount"` // issue 17: reasoning tokens
 	} `json:"usageMetadata"`
 	PromptFeedback json.RawMessage `json:"promptFeedback"`
 	Candidates     []*struct {
@@ -272,6 +276,9 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
 		}
+		if r, ok := fastInt(u.ThoughtsTokenCount); ok { // issue 17: reasoning tokens
+			d.reasoning = r
+		}
 	}
 	i := 0 // counts objects only, as the map path's jsonArray does
 	for _, cd := range c.Candidates {
@@ -289,7 +296,7 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 					continue
 				}
 				if string(p.Thought) == "true" {
-					s.progress = true
+					s.progress, s.thinking = true, true // issue 17: a thought is reasoning
 					continue
 				}
 				if t := p.Text.text(jsonString); t != "" {

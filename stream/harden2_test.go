@@ -91,7 +91,7 @@ func TestGzipBombChild(t *testing.T) {
 	c.Options.MaxStreamSize = 8 << 20
 	start := time.Now()
 	n := 0
-	res := c.Do(context.Background(), ep, Request{Target: Target{"openai", "m"}, Prompt: "hi"}, func(s string) { n += len(s) })
+	res := c.Do(context.Background(), ep, Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, func(s string) { n += len(s) })
 	took := time.Since(start)
 	if res.Err == nil || res.Err.Class != ClassServer || !res.Err.Oversize || !errors.Is(res.Err, errStreamTooBig) {
 		t.Fatalf("after %v: %+v", took, res.Err)
@@ -300,14 +300,14 @@ func TestSimInstanceScope(t *testing.T) {
 	scopes := func(h http.HandlerFunc) (string, string) {
 		c, ep := serve(t, "openai", h)
 		r := Router{Client: c, Endpoints: map[string]Endpoint{"openai": ep}}
-		if s := r.Scope(Target{"openai", "m"}, ScopeAccount); s != "account:openai:"+fp {
+		if s := r.Scope(Target{Provider: "openai", Model: "m"}, ScopeAccount); s != "account:openai:"+fp {
 			t.Fatalf("before any response: %q", s)
 		}
-		res := r.Do(context.Background(), Request{Target: Target{"openai", "m"}, Prompt: "hi"}, nil)
+		res := r.Do(context.Background(), Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, nil)
 		if res.Class() != ClassQuota {
 			t.Fatalf("%+v", res.Err)
 		}
-		return r.Scope(Target{"openai", "m"}, ScopeAccount), r.Scope(Target{"openai", "m"}, ScopeTarget)
+		return r.Scope(Target{Provider: "openai", Model: "m"}, ScopeAccount), r.Scope(Target{Provider: "openai", Model: "m"}, ScopeTarget)
 	}
 	a1, t1 := scopes(quota("run-1"))
 	a2, _ := scopes(quota("run-1")) // another client of the same simulator

@@ -45,7 +45,7 @@ func TestParseTargetInteractions(t *testing.T) {
 		t.Fatalf("an unknown variant: %v", err)
 	}
 	r := Router{Endpoints: map[string]Endpoint{"gemini": {Provider: "gemini", Key: testKey}, ixProvider: {Provider: ixProvider, Key: testKey}}}
-	if a, b := r.Scope(Target{"gemini", "m"}, ScopeAccount), r.Scope(Target{ixProvider, "m"}, ScopeAccount); a == "" || a != b {
+	if a, b := r.Scope(Target{Provider: "gemini", Model: "m"}, ScopeAccount), r.Scope(Target{Provider: ixProvider, Model: "m"}, ScopeAccount); a == "" || a != b {
 		t.Fatalf("the variant is not the gemini account: %q != %q", a, b)
 	}
 }
@@ -55,7 +55,7 @@ func TestParseTargetInteractions(t *testing.T) {
 func TestInteractionsRequest(t *testing.T) {
 	temp := 0.5
 	hr, err := BuildRequest(t.Context(), Endpoint{Provider: ixProvider, BaseURL: "http://x.test", Key: "k"},
-		Request{Target: Target{ixProvider, "gemini-3.8-flash"}, Prompt: "Count to 3.", MaxTokens: 100, System: "be brief",
+		Request{Target: Target{Provider: ixProvider, Model: "gemini-3.8-flash"}, Prompt: "Count to 3.", MaxTokens: 100, System: "be brief",
 			Sampling: Sampling{Temperature: &temp, Stop: []string{"x"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestInteractionsRequest(t *testing.T) {
 		t.Fatalf("body\n%s\nwant\n%s", got, want)
 	}
 	hr, _ = BuildRequest(t.Context(), Endpoint{Provider: ixProvider, BaseURL: "http://x.test"},
-		Request{Target: Target{ixProvider, "m"}, Messages: []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}, {Role: "user", Content: "c"}}})
+		Request{Target: Target{Provider: ixProvider, Model: "m"}, Messages: []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}, {Role: "user", Content: "c"}}})
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(mustRead(t, hr.Body), &body); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func TestNoKeyInAnyOutput(t *testing.T) {
 		defer hc.CloseIdleConnections()
 		res := (&Client{HTTP: hc}).Do(context.Background(),
 			Endpoint{Provider: "gemini", BaseURL: "http://" + addr + "/?key=" + testKey, Key: testKey},
-			Request{Target: Target{"gemini", "g"}}, nil)
+			Request{Target: Target{Provider: "gemini", Model: "g"}}, nil)
 		if res.Err == nil || res.Err.Class != ClassConnection {
 			t.Fatalf("%+v", res.Err)
 		}

@@ -128,6 +128,9 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
 		}
+		if r, ok := jsonInt(field(u, "completion_tokens_details", "reasoning_tokens")); ok {
+			d.reasoning = r
+		}
 	}
 	for _, c := range jsonArray(m["choices"]) {
 		if idx, ok := jsonInt(c["index"]); ok && idx != 0 {
@@ -144,6 +147,7 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 					s.progress = true
 				}
 			}
+			s.thinking = s.thinking || !isNull(delta["reasoning_content"]) || !isNull(delta["reasoning"])
 		}
 		if fr := jsonString(c["finish_reason"]); fr != "" {
 			d.finish = fr
@@ -186,8 +190,11 @@ type openaiFast struct {
 	Model *string         `json:"model"`
 	Error json.RawMessage `json:"error"`
 	Usage *struct {
-		PromptTokens     *float64 `json:"prompt_tokens"`
-		CompletionTokens *float64 `json:"completion_tokens"`
+		PromptTokens            *float64 `json:"prompt_tokens"`
+		CompletionTokens        *float64 `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens *float64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 	XGroq   json.RawMessage `json:"x_groq"`
 	Choices []*struct {
@@ -228,6 +235,11 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
 		}
+		if det := c.Usage.CompletionTokensDetails; det != nil {
+			if r, ok := fastInt(det.ReasoningTokens); ok {
+				d.reasoning = r
+			}
+		}
 	}
 	if c.XGroq != nil {
 		if xg := obj(string(c.XGroq)); xg != nil {
@@ -258,6 +270,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 			if !isNull(dl.ReasoningContent) || !isNull(dl.Reasoning) || !isNull(dl.Refusal) || !isNull(dl.ToolCalls) {
 				s.progress = true
 			}
+			s.thinking = s.thinking || !isNull(dl.ReasoningContent) || !isNull(dl.Reasoning)
 		}
 		if fr := fastString(ch.FinishReason); fr != "" {
 			d.finish = fr

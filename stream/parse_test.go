@@ -123,7 +123,7 @@ func TestDNSAndTLSFailures(t *testing.T) {
 	dnsFail := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "api.openai.com", IsNotFound: true}}
 	}}}
-	res := (&Client{HTTP: dnsFail}).Do(context.Background(), Endpoint{Provider: "openai", Key: testKey}, Request{Target: Target{"openai", "m"}}, nil)
+	res := (&Client{HTTP: dnsFail}).Do(context.Background(), Endpoint{Provider: "openai", Key: testKey}, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 	if res.Err == nil || res.Err.Class != ClassConnection || res.Status != 0 || !strings.Contains(res.Err.Message, "no such host") {
 		t.Fatalf("DNS: %+v", res.Err)
 	}
@@ -132,14 +132,14 @@ func TestDNSAndTLSFailures(t *testing.T) {
 	defer srv.Close()
 	untrusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
 	defer untrusting.CloseIdleConnections()
-	res = (&Client{HTTP: untrusting}).Do(context.Background(), Endpoint{Provider: "openai", BaseURL: srv.URL + "/v1", Key: testKey}, Request{Target: Target{"openai", "m"}}, nil)
+	res = (&Client{HTTP: untrusting}).Do(context.Background(), Endpoint{Provider: "openai", BaseURL: srv.URL + "/v1", Key: testKey}, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 	if res.Err == nil || res.Err.Class != ClassConnection || res.Status != 0 || !strings.Contains(res.Err.Message, "certificate") {
 		t.Fatalf("TLS: %+v", res.Err)
 	}
 	// The same server, trusted, works: the failure was the certificate.
 	trusting := srv.Client()
 	defer trusting.CloseIdleConnections()
-	res = (&Client{HTTP: trusting}).Do(context.Background(), Endpoint{Provider: "openai", BaseURL: srv.URL + "/v1", Key: testKey}, Request{Target: Target{"openai", "m"}}, nil)
+	res = (&Client{HTTP: trusting}).Do(context.Background(), Endpoint{Provider: "openai", BaseURL: srv.URL + "/v1", Key: testKey}, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 	if res.Err != nil {
 		t.Fatalf("trusted TLS: %+v", res.Err)
 	}

@@ -97,8 +97,11 @@ type responsesObject struct {
 		Reason *string `json:"reason"`
 	} `json:"incomplete_details"`
 	Usage *struct {
-		InputTokens  *float64 `json:"input_tokens"`
-		OutputTokens *float64 `json:"output_tokens"`
+		InputTokens         *float64 `json:"input_tokens"`
+		OutputTokens        *float64 `json:"output_tokens"`
+		OutputTokensDetails *struct {
+			ReasoningTokens *float64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -156,6 +159,8 @@ func (d *responsesDecoder) handle(typ, data string) step {
 		// Refusals, reasoning, tool-call arguments: model output, not text.
 		if strings.HasPrefix(typ, "response.") && strings.HasSuffix(typ, ".delta") {
 			s.progress = true
+			// response.reasoning_summary_text.delta, response.reasoning_text.delta
+			s.thinking = strings.HasPrefix(typ, "response.reasoning")
 		}
 	}
 	return s
@@ -172,6 +177,11 @@ func (d *responsesDecoder) readResponse(r *responsesObject) {
 		out, okOut := fastInt(u.OutputTokens)
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+		if det := u.OutputTokensDetails; det != nil {
+			if r, ok := fastInt(det.ReasoningTokens); ok {
+				d.reasoning = r
+			}
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestParseTargetVariant(t *testing.T) {
 func TestResponsesRequest(t *testing.T) {
 	temp := 0.5
 	hr, err := BuildRequest(t.Context(), Endpoint{Provider: respProvider, BaseURL: "http://x.test/v1", Key: "k"},
-		Request{Target: Target{respProvider, "gpt-5.4-mini"}, Prompt: "hi", MaxTokens: 100, System: "be brief",
+		Request{Target: Target{Provider: respProvider, Model: "gpt-5.4-mini"}, Prompt: "hi", MaxTokens: 100, System: "be brief",
 			Sampling: Sampling{Temperature: &temp, Stop: []string{"x"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestResponsesRequest(t *testing.T) {
 	}
 	// Below the API's minimum, max_output_tokens is raised to it.
 	hr, _ = BuildRequest(t.Context(), Endpoint{Provider: respProvider, BaseURL: "http://x.test/v1"},
-		Request{Target: Target{respProvider, "m"}, Prompt: "hi", MaxTokens: 5})
+		Request{Target: Target{Provider: respProvider, Model: "m"}, Prompt: "hi", MaxTokens: 5})
 	if b := string(mustRead(t, hr.Body)); !strings.Contains(b, `"max_output_tokens":16`) {
 		t.Fatal(b)
 	}
@@ -211,8 +211,8 @@ func TestResponsesSharesTheAccountScope(t *testing.T) {
 		"openai":     {Provider: "openai", Key: testKey},
 		respProvider: {Provider: respProvider, Key: testKey},
 	}}
-	a := r.Scope(Target{"openai", "gpt-5.4-mini"}, ScopeAccount)
-	b := r.Scope(Target{respProvider, "gpt-5.4-mini"}, ScopeAccount)
+	a := r.Scope(Target{Provider: "openai", Model: "gpt-5.4-mini"}, ScopeAccount)
+	b := r.Scope(Target{Provider: respProvider, Model: "gpt-5.4-mini"}, ScopeAccount)
 	if a == "" || a != b {
 		t.Fatalf("%q != %q", a, b)
 	}

@@ -6,16 +6,36 @@ import "context"
 // retry package's Doer.
 type Router struct {
 	Client    *Client             // nil: a Client with the defaults
-	Endpoints map[string]Endpoint // by provider name
+	Endpoints map[string]Endpoint // by Target.EndpointKey: the provider's name, or "provider@account"
+	// Accounts resolves a named account's endpoint (a Target with an
+	// Account) that Endpoints lacks; nil: only Endpoints.
+	Accounts func(t Target) (Endpoint, error)
+}
+
+// endpoint is t's endpoint: from Endpoints, else (a named account) from
+// Accounts.
+func (r Router) endpoint(t Target) (Endpoint, bool, error) {
+	if ep, ok := r.Endpoints[t.EndpointKey()]; ok {
+		return ep, true, nil
+	}
+	if t.Account != "" && r.Accounts != nil {
+		ep, err := r.Accounts(t)
+		return ep, err == nil, err
+	}
+	return Endpoint{}, false, nil
 }
 
 // Do sends req to the endpoint of its target's provider. A provider with no
 // endpoint is a caller error naming the key variable to set.
 func (r Router) Do(ctx context.Context, req Request, onText func(string)) Result {
-	ep, ok := r.Endpoints[req.Target.Provider]
+	ep, ok, err := r.endpoint(req.Target)
 	if !ok {
 		var msg string
-		if p, known := lookupProvider(req.Target.Provider); known {
+		if err != nil {
+			msg = err.Error()
+		} else if p, known := lookupProvider(req.Target.Provider); known && req.Target.Account != "" {
+			msg = (&MissingKeyError{Provider: req.Target.EndpointKey(), Vars: AccountKeyEnv(p.Name, req.Target.Account)}).Error()
+		} else if known {
 			msg = (&MissingKeyError{Provider: p.Name, Vars: p.KeyEnv}).Error()
 		} else {
 			msg = "unknown provider " + req.Target.Provider
@@ -39,7 +59,7 @@ func (r Router) Do(ctx context.Context, req Request, onText func(string)) Result
 // a restarted simulator never inherits old stops. The instance is learnt
 // from the responses seen by r.Client (nil: none is learnt).
 func (r Router) Scope(t Target, s Scope) string {
-	ep := r.Endpoints[t.Provider]
+	ep, _, _ := r.endpoint(t)
 	var key string
 	switch s {
 	case ScopeAccount:

@@ -62,7 +62,7 @@ func TestStallTimeoutExactUnderAnyInterleaving(t *testing.T) {
 			start := time.Now()
 			var lastHoldEnd time.Time
 			i := 0
-			res := c.Do(context.Background(), ep, Request{Target: Target{"openai", "m"}, Prompt: "hi"}, func(string) {
+			res := c.Do(context.Background(), ep, Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, func(string) {
 				time.Sleep(holds[i])
 				lastHoldEnd = time.Now()
 				i++
@@ -110,7 +110,7 @@ func TestStallTimeoutUnderLoad(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
-			res := c.Do(ctx, ep, Request{Target: Target{"openai", "m"}, Prompt: "hi"}, func(string) {
+			res := c.Do(ctx, ep, Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, func(string) {
 				if i%4 == 0 {
 					time.Sleep(150 * time.Millisecond) // a slow consumer, longer than the timeout
 				}
@@ -167,7 +167,7 @@ func TestStallTimeoutAtExactBoundaries(t *testing.T) {
 			start := time.Now() // the headers come at once: the timer starts here
 			var lastHoldEnd time.Time
 			i := 0
-			res := c.Do(ctx, ep, Request{Target: Target{"openai", "m"}, Prompt: "hi"}, func(string) {
+			res := c.Do(ctx, ep, Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, func(string) {
 				time.Sleep(holds[i])
 				lastHoldEnd = time.Now()
 				i++

@@ -217,7 +217,7 @@ func TestConnectionFaults(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
 	res := (&Client{HTTP: hc}).Do(context.Background(), Endpoint{Provider: "openai", BaseURL: "http://" + addr + "/v1", Key: testKey},
-		Request{Target: Target{"openai", "m"}, Prompt: "x"}, nil)
+		Request{Target: Target{Provider: "openai", Model: "m"}, Prompt: "x"}, nil)
 	if res.Err == nil || res.Err.Class != ClassConnection || res.Status != 0 || res.Err.MidStream {
 		t.Fatalf("refused: %+v", res.Err)
 	}
@@ -364,7 +364,7 @@ func TestRedirects(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	c := &Client{HTTP: hc}
 	do := func(base string) Result {
-		return c.Do(context.Background(), Endpoint{Provider: "openai", BaseURL: same.URL + base, Key: testKey}, Request{Target: Target{"openai", "m"}}, nil)
+		return c.Do(context.Background(), Endpoint{Provider: "openai", BaseURL: same.URL + base, Key: testKey}, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 	}
 	if res := do("/v1"); res.Err != nil || res.Text != "Hi" || gotKey != "Bearer "+testKey {
 		t.Fatalf("same-host redirect: %+v %q", res.Err, gotKey)
@@ -382,7 +382,7 @@ func TestRedirects(t *testing.T) {
 func TestCancelledBeforeSend(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := (&Client{}).Do(ctx, Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Key: testKey}, Request{Target: Target{"openai", "m"}}, nil)
+	res := (&Client{}).Do(ctx, Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Key: testKey}, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 	if res.Err == nil || res.Err.Class != ClassCancelled {
 		t.Fatalf("%+v", res.Err)
 	}
@@ -394,7 +394,7 @@ func TestBadEndpoint(t *testing.T) {
 		{Provider: "openai", BaseURL: "://nope"},
 		{Provider: "nosuch", BaseURL: "http://x"},
 	} {
-		res := (&Client{}).Do(context.Background(), ep, Request{Target: Target{"openai", "m"}}, nil)
+		res := (&Client{}).Do(context.Background(), ep, Request{Target: Target{Provider: "openai", Model: "m"}}, nil)
 		if res.Err == nil || res.Err.Class != ClassCaller || res.Status != 0 {
 			t.Errorf("%v: %+v", ep.Provider, res.Err)
 		}
@@ -416,22 +416,22 @@ var _ doer = &Router{}
 func TestRouter(t *testing.T) {
 	c, ep := serve(t, "anthropic", sseHandler(fixture(t, "anthropic/messages-stream-doc-basic.sse")))
 	r := Router{Client: c, Endpoints: map[string]Endpoint{"anthropic": ep}}
-	res := r.Do(context.Background(), Request{Target: Target{"anthropic", "claude"}, Prompt: "x"}, nil)
+	res := r.Do(context.Background(), Request{Target: Target{Provider: "anthropic", Model: "claude"}, Prompt: "x"}, nil)
 	if res.Err != nil || res.Text != "Hello!" {
 		t.Fatalf("%+v", res)
 	}
-	res = r.Do(context.Background(), Request{Target: Target{"gemini", "g"}}, nil)
+	res = r.Do(context.Background(), Request{Target: Target{Provider: "gemini", Model: "g"}}, nil)
 	if res.Err == nil || res.Err.Class != ClassCaller || !strings.Contains(res.Err.Message, "GOOGLE_API_KEY") {
 		t.Fatalf("missing endpoint: %+v", res.Err)
 	}
-	acc := r.Scope(Target{"anthropic", "claude"}, ScopeAccount)
+	acc := r.Scope(Target{Provider: "anthropic", Model: "claude"}, ScopeAccount)
 	if acc != "account:anthropic:"+Secret(testKey).Fingerprint() || strings.Contains(acc, testKey) {
 		t.Errorf("account scope %q", acc)
 	}
-	if s := r.Scope(Target{"gemini", "gemini-2.5-flash"}, ScopeTarget); s != "target:gemini/gemini-2.5-flash" {
+	if s := r.Scope(Target{Provider: "gemini", Model: "gemini-2.5-flash"}, ScopeTarget); s != "target:gemini/gemini-2.5-flash" {
 		t.Errorf("target scope %q", s)
 	}
-	if s := r.Scope(Target{"gemini", "x"}, ScopeNone); s != "" {
+	if s := r.Scope(Target{Provider: "gemini", Model: "x"}, ScopeNone); s != "" {
 		t.Errorf("no scope %q", s)
 	}
 }

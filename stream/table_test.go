@@ -65,7 +65,7 @@ func TestTableColumnsDecideTheRequest(t *testing.T) {
 	// defaults and its own quirks.
 	row := ProviderInfo{Name: "newco", Dialect: DialectOpenAI, NoStreamOptions: true, MaxTokensField: "max_output"}
 	hr, err := buildRequest(t.Context(), &row, Endpoint{Provider: "newco", BaseURL: "http://x.test/v1", Key: "k"},
-		Request{Target: Target{"newco", "m"}, Prompt: "hi", MaxTokens: 7})
+		Request{Target: Target{Provider: "newco", Model: "m"}, Prompt: "hi", MaxTokens: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

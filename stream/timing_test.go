@@ -107,7 +107,7 @@ func script(status int, ct string, steps ...scriptStep) http.HandlerFunc {
 
 func timed(c *Client, ep Endpoint, ctx context.Context) (Result, time.Duration) {
 	start := time.Now()
-	res := c.Do(ctx, ep, Request{Target: Target{ep.Provider, "m"}, Prompt: "hi"}, nil)
+	res := c.Do(ctx, ep, Request{Target: Target{Provider: ep.Provider, Model: "m"}, Prompt: "hi"}, nil)
 	return res, time.Since(start)
 }
 
@@ -286,7 +286,7 @@ func TestCancellation(t *testing.T) {
 	})
 	// The slow onText of a caller is not silence on the wire.
 	inBubble(t, "openai", script(200, "text/event-stream", scriptStep{0, oaText}, scriptStep{0, oaFinish + "data: [DONE]\n\n"}), func(c *Client, ep Endpoint) {
-		res := c.Do(context.Background(), ep, Request{Target: Target{"openai", "m"}}, func(string) { time.Sleep(45 * time.Second) })
+		res := c.Do(context.Background(), ep, Request{Target: Target{Provider: "openai", Model: "m"}}, func(string) { time.Sleep(45 * time.Second) })
 		if res.Err != nil {
 			t.Fatalf("%+v", res.Err)
 		}

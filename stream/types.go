@@ -56,32 +56,82 @@ const (
 	ScopeTarget  Scope = "target"  // a per-model daily quota
 )
 
-// Target is one provider and model, written "provider/model".
+// Target is one provider and model, written "provider[:api][@account]/model".
+// Account names one of several accounts (keys) of the provider ("" = the
+// provider's default key): "openai@team/gpt-5.4-mini" reads its key from
+// OPENAI_API_KEY_TEAM (see AccountKeyEnv), and its cooldowns, pacing and
+// gauges are its own.
 type Target struct {
 	Provider string `json:"provider"`
+	Account  string `json:"account,omitempty"`
 	Model    string `json:"model"`
 }
 
-// String returns "provider/model".
-func (t Target) String() string { return t.Provider + "/" + t.Model }
+// AccountSep separates a provider (and its API variant) from an account
+// name in a target: "openai:responses@team/gpt-5.4-mini".
+const AccountSep = "@"
 
-// ParseTarget parses "provider/model". The model may itself contain slashes
-// (e.g. "groq/meta-llama/llama-4"). The provider must be a known one; a
-// provider's second API is a variant after a colon, itself a row of the
-// provider table ("openai:responses/gpt-5.4-mini").
+// String returns "provider/model", or "provider@account/model".
+func (t Target) String() string {
+	if t.Account != "" {
+		return t.Provider + AccountSep + t.Account + "/" + t.Model
+	}
+	return t.Provider + "/" + t.Model
+}
+
+// EndpointKey is the key of the target's endpoint in a Router: the
+// provider, or "provider@account".
+func (t Target) EndpointKey() string { return EndpointKey(t.Provider, t.Account) }
+
+// EndpointKey is a Router's endpoint key for provider's account ("" = the
+// default account): "openai", "openai@team".
+func EndpointKey(provider, account string) string {
+	if account == "" {
+		return provider
+	}
+	return provider + AccountSep + account
+}
+
+// ValidAccount reports whether name is a usable account name: 1 to 32
+// lower-case letters, digits, '-' or '_', starting with a letter or digit
+// (so it maps onto an environment variable's suffix).
+func ValidAccount(name string) bool {
+	if name == "" || len(name) > 32 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ParseTarget parses "provider[:api][@account]/model". The model may itself
+// contain slashes (e.g. "groq/meta-llama/llama-4"). The provider must be a
+// known one; a provider's second API is a variant after a colon, itself a
+// row of the provider table ("openai:responses/gpt-5.4-mini"); an account
+// after "@" names another key of the provider ("openai@team/gpt-5.4-mini").
 func ParseTarget(s string) (Target, error) {
 	p, m, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok || p == "" || m == "" {
 		return Target{}, fmt.Errorf("target %q: want provider/model, e.g. openai/gpt-5.4-mini", s)
 	}
 	p = strings.ToLower(p)
+	p, acct, hasAcct := strings.Cut(p, AccountSep)
+	if hasAcct && !ValidAccount(acct) {
+		return Target{}, fmt.Errorf("target %q: account %q: want 1 to 32 of a-z, 0-9, '-' and '_' (e.g. openai@team/gpt-5.4-mini)", s, acct)
+	}
 	if _, ok := lookupProvider(p); !ok {
 		if base, variant, ok := strings.Cut(p, VariantSep); ok {
 			return Target{}, fmt.Errorf("target %q: %s has no API %q (known variants: %s)", s, base, variant, strings.Join(variantsOf(base), ", "))
 		}
 		return Target{}, fmt.Errorf("target %q: unknown provider %q (known: %s)", s, p, strings.Join(ProviderNames(), ", "))
 	}
-	return Target{Provider: p, Model: m}, nil
+	return Target{Provider: p, Account: acct, Model: m}, nil
 }
 
 // Request is one prompt to one target.
@@ -95,6 +145,10 @@ type Request struct {
 	System   string
 	Messages []Message
 	Sampling Sampling // temperature, top_p, stop: sent when set
+	// OnThinking, when set, is called (on the stream's goroutine, like
+	// onText) with each reasoning delta as it arrives: Anthropic thinking,
+	// OpenAI reasoning, Gemini thoughts. Their text is never the answer's.
+	OnThinking func()
 }
 
 // Usage is token usage as the provider reported it.
@@ -190,8 +244,18 @@ type Result struct {
 	FinishReason  string        // as the provider reported it
 	Usage         *Usage        // nil when not reported
 	Model         string        // the model as the serving provider reported it
-	TTFT          time.Duration // time to first content; 0 when none arrived
-	Err           *Error        // nil on success
+	TTFT          time.Duration // time to first content (reasoning too); 0 when none arrived
+	// TTFText is the time to the first visible text of the answer (after
+	// any thinking); 0 when no text arrived.
+	TTFText time.Duration
+	// Thinking: reasoning deltas arrived (the model thought before, or
+	// while, answering).
+	Thinking bool
+	// ReasoningTokens are the output tokens spent thinking, where the
+	// provider reports them (OpenAI's reasoning_tokens, Gemini's
+	// thoughtsTokenCount); 0 when not reported.
+	ReasoningTokens int
+	Err             *Error // nil on success
 }
 
 // Class returns ClassOK on success, else the error's class.

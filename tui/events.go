@@ -41,7 +41,20 @@ func (m *Model) applyEvent(ev retry.Event) {
 		t.blocks = append(t.blocks, b)
 		t.current = b
 		t.currentTarget = a.Target
+	case retry.EventThinking:
+		if b := t.current; b != nil && b.text == "" && b.thinkingAt.IsZero() {
+			b.thinkingAt = ev.Time
+			if b.thinkingAt.IsZero() || b.thinkingAt.After(m.now) {
+				b.thinkingAt = m.now
+			}
+			if t.currentTarget.Provider != "" {
+				m.targets.thinking(t.currentTarget, r.id)
+			}
+		}
 	case retry.EventText:
+		if b := t.current; b != nil && b.text == "" && !b.thinkingAt.IsZero() {
+			b.header += " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt)) // the header shows with the text
+		}
 		if t.current == nil {
 			b := &block{kind: blockText, dirty: true}
 			t.blocks = append(t.blocks, b)
@@ -359,6 +372,9 @@ func decisionWords(a *retry.Attempt, chain []stream.Target) string {
 func (m *Model) liveWait() []string {
 	if m.call != nil && !m.waiting() && m.turn != nil {
 		if b := m.turn.current; b != nil && b.text == "" && m.conv.isLast(m.turn) {
+			if !b.thinkingAt.IsZero() {
+				return []string{m.st.Countdown.Render("✻ " + b.header + ": thinking " + fmtElapsed(m.now.Sub(b.thinkingAt)) + "…")}
+			}
 			return []string{m.st.Subtle.Render("→ " + b.header + ": sent, waiting for the first token…")}
 		}
 		return nil

@@ -26,6 +26,7 @@ type KeyMap struct {
 	PageDown   key.Binding
 	Newest     key.Binding // back to the newest (the log follows again)
 	ClearStop  key.Binding // targets pane: what stopped a target, and clear it; demo menu: clear armed faults
+	Probe      key.Binding // targets pane: probe the target's limits (a limits card)
 	Toggle     key.Binding // targets pane: put a target in or out of the chain
 	MoveUp     key.Binding // targets pane: move a target earlier in the chain
 	MoveDown   key.Binding
@@ -66,6 +67,7 @@ func DefaultKeyMap() KeyMap {
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
 		Newest:     b([]string{"G", "end"}, "G/end", "newest"),
 		ClearStop:  b([]string{"x"}, "x", "clear a stop (STOPPED target)"),
+		Probe:      b([]string{"p"}, "p", "probe the target's limits"),
 		Toggle:     b([]string{"space"}, "space", "target in/out of chain"),
 		MoveUp:     b([]string{"K", "shift+up"}, "K", "move target up"),
 		MoveDown:   b([]string{"J", "shift+down"}, "J", "move target down"),
@@ -125,6 +127,9 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	if h.m.focus != focusInput {
 		if h.m.focus == focusTargets {
 			out = append(out, k.Toggle, k.MoveUp, k.MoveDown)
+			if h.m.opts.Probe != nil {
+				out = append(out, k.Probe)
+			}
 			if h.m.targets.cursorStopped(h.m.now) {
 				out = append(out, withHelp(k.ClearStop, "x", "clear the stop"))
 			}
@@ -143,10 +148,14 @@ func (h helpKeys) ShortHelp() []key.Binding {
 // FullHelp implements help.KeyMap.
 func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
+	targets := []key.Binding{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse}
+	if h.m.opts.Probe != nil {
+		targets = append(targets, k.Probe)
+	}
 	return [][]key.Binding{
 		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit, k.Timeline},
 		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
-		{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse},
+		targets,
 		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
 	}
 }

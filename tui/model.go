@@ -126,7 +126,8 @@ type Model struct {
 	ext     map[string]*extCall // proxied calls in flight, by tagged id
 	prompts map[string]string
 
-	showLog bool // below 24 rows the attempt log hides behind a key
+	showLog bool       // below 24 rows the attempt log hides behind a key
+	probing probeState // the p key's confirmation and the probe in flight (probe.go)
 	mouse   bool
 
 	status      string
@@ -305,6 +306,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case runDoneMsg:
 		m.now = m.opts.Now()
 		return m, m.runDone(msg)
+	case probeDoneMsg:
+		return m, m.probeDone(msg)
 	case faultDoneMsg:
 		if msg.err != nil {
 			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
@@ -500,6 +503,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setChain(m.targets.reorder(1))
 		case key.Matches(msg, k.ClearStop):
 			return m.stopKey()
+		case key.Matches(msg, k.Probe):
+			return m.probeKey()
 		}
 	}
 	return nil

@@ -174,6 +174,13 @@ type Options struct {
 	// menu shows them). Nil: the menu does not list them.
 	Armed ArmedFaults
 
+	// Probe runs limitscope probe on a target and returns its limits card
+	// as lines (stored in the history by the caller); ProbePlan says what
+	// a probe of it spends ("up to 12 requests, about 500 tokens"). The p
+	// key in the targets pane (twice, for a real provider). Nil: no probe.
+	Probe     func(ctx context.Context, t stream.Target) ([]string, error)
+	ProbePlan func(t stream.Target) string
+
 	// ProxyAddr is where the proxy served inside the console listens
 	// ("127.0.0.1:4000"), shown in the header; "" when there is none. The
 	// proxy's token is never shown (limitscope info shows it).

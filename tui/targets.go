@@ -416,7 +416,7 @@ func (p *targetsPane) cooldowns(cds []retry.Cooldown, now time.Time) {
 			t := s.info.Target
 			switch {
 			case strings.HasSuffix(c.Scope, t.String()),
-				err == nil && sameAccount(ct.Provider, t.Provider) && !strings.Contains(c.Scope, "/"):
+				err == nil && sameAccount(ct.Provider, t.Provider) && ct.Account == t.Account && !strings.Contains(c.Scope, "/"):
 				p.stop(t, words, c.Until)
 				cp := c
 				s.cooldown = &cp

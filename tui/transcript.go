@@ -43,6 +43,9 @@ type block struct {
 	text     string
 	buf      strings.Builder // a streaming text block's text (text shares its bytes)
 	broken   bool            // blockText: the attempt failed; its text is partial
+	// thinkingAt: when the attempt's model began thinking (reasoning
+	// deltas before any text; zero: not thinking). Issue 17.
+	thinkingAt time.Time
 
 	lines []string
 	w     int
