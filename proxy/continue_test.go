@@ -1,0 +1,130 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/retry/retrytest"
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
+)
+
+func chainConfig(buffered bool, targets ...stream.Target) *Config {
+	one := retry.Policy{TriesPerTarget: 1}
+	return &Config{Aliases: map[string]Alias{"chain": {Name: "chain", Policy: &one, Chain: targets, Buffered: buffered}}}
+}
+
+var (
+	openaiMini  = stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	claudeHaiku = stream.Target{Provider: "anthropic", Model: "claude-haiku-5-5"}
+)
+
+const storyBody = `{"model":"chain","messages":[{"role":"user","content":"Tell me a long story"}],"max_tokens":300,"stream":true}`
+
+// partialText is the text the broken attempt had sent.
+func (e *env) partialText() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ev := range e.events {
+		if ev.Kind == retry.EventAttemptEnd && ev.Attempt.PartialText != "" {
+			return ev.Attempt.PartialText
+		}
+	}
+	return ""
+}
+
+// A stream cut after its text reached the caller goes on at the next
+// target that accepts a prefill (Anthropic's Messages), with the text sent
+// as the assistant's turn; only the new text is spliced into the caller's
+// stream, which ends well.
+func TestBrokenStreamContinuesWithPrefill(t *testing.T) {
+	for _, kind := range []string{sim.FaultCut, sim.FaultMidStream} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, chainConfig(false, openaiMini, claudeHaiku), nil)
+			e.inject(sim.Fault{Provider: "openai", Kind: kind})
+			s := readOpenAIStream(t, e.do(e.openAIReq(storyBody)).body)
+			partial := e.partialText()
+			if s.err != nil || !s.done || partial == "" {
+				t.Fatalf("error %v done %v partial %q", s.err, s.done, partial)
+			}
+			if !strings.HasPrefix(s.text, partial) || len(s.text) <= len(partial) || !strings.Contains(s.text[len(partial):], "claude-haiku-5-5") {
+				t.Errorf("text %q, want %q and then Claude's continuation", s.text, partial)
+			}
+			if a, b := e.requests("openai"), e.requests("anthropic"); a != 1 || b != 1 {
+				t.Errorf("openai %d anthropic %d requests, want 1 and 1", a, b)
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if len(e.calls) != 2 {
+				t.Fatalf("%d calls, want 2", len(e.calls))
+			}
+			c := e.calls[1]
+			last := c.Messages[len(c.Messages)-1]
+			if len(c.Chain) != 1 || c.Chain[0] != claudeHaiku || last.Role != "assistant" || last.Content != strings.TrimRight(partial, " \n\t\r") {
+				t.Errorf("continuation %+v", c)
+			}
+		})
+	}
+}
+
+// Where the next target refuses a prefill (Chat Completions), the stream
+// ends with the error event as before, and it is not called.
+func TestBrokenStreamNoPrefillTarget(t *testing.T) {
+	e := newEnv(t, chainConfig(false, claudeHaiku, openaiMini), nil)
+	e.inject(sim.Fault{Provider: "anthropic", Kind: sim.FaultCut})
+	s := readOpenAIStream(t, e.do(e.openAIReq(storyBody)).body)
+	if s.err == nil || s.done || s.text == "" {
+		t.Errorf("error %v done %v text %q", s.err, s.done, s.text)
+	}
+	if a, b := e.requests("openai"), e.requests("anthropic"); a != 0 || b != 1 {
+		t.Errorf("openai %d anthropic %d requests, want 0 and 1", a, b)
+	}
+}
+
+// Buffered (an alias's setting or the request's header), a streamed answer
+// is held until complete: a cut after text is retried like any failure,
+// and the caller gets only the answer that completed.
+func TestBufferedStream(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		alias  bool
+		header string
+		want   bool
+	}{
+		{"alias", true, "", true},
+		{"header", false, "true", true},
+		{"header off beats alias", true, "false", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := retrytest.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+			e := newEnv(t, chainConfig(c.alias, openaiMini, openaiMini), fakeTime(clock))
+			e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultCut})
+			req := e.openAIReq(storyBody)
+			if c.header != "" {
+				req.Header.Set(HeaderBuffered, c.header)
+			}
+			r := e.do(req)
+			s := readOpenAIStream(t, r.body)
+			if got := r.header.Get(HeaderBuffered) == "true"; got != c.want {
+				t.Errorf("%s: %v, want %v", HeaderBuffered, got, c.want)
+			}
+			if c.want {
+				if s.err != nil || !s.done || !strings.Contains(s.text, "gpt-5.4-mini") || r.header.Get(HeaderAttempts) != "2" {
+					t.Errorf("error %v done %v text %q attempts %s", s.err, s.done, s.text, r.header.Get(HeaderAttempts))
+				}
+				if n := e.requests("openai"); n != 2 {
+					t.Errorf("openai saw %d requests, want 2", n)
+				}
+				return
+			}
+			if s.err == nil || s.done {
+				t.Errorf("unbuffered: error %v done %v", s.err, s.done)
+			}
+			if n := e.requests("openai"); n != 1 {
+				t.Errorf("openai saw %d requests, want 1", n)
+			}
+		})
+	}
+}
