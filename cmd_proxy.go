@@ -17,6 +17,7 @@ type proxyOpts struct {
 	listen string
 	config string
 	quiet  bool
+	replay time.Duration
 }
 
 // newProxyOpts registers proxy's flags on fs.
@@ -25,14 +26,16 @@ func newProxyOpts(fs *flag.FlagSet) *proxyOpts {
 	fs.StringVar(&o.listen, "listen", proxy.DefaultListen, "address to listen on (loopback unless you say otherwise)")
 	fs.StringVar(&o.config, "config", "", "proxy config file (JSON: aliases with fallback chains and policies, allowed_hosts); an alias's policy wins over these flags")
 	o.calls.Register(fs)
+	fs.DurationVar(&o.replay, "replay-window", proxy.DefaultReplayWindow, "answer a caller's identical retry of a request that just failed for good from that failure, for up to this long (never past the wait it suggested); 0: off")
 	fs.BoolVar(&o.quiet, "quiet", false, "no line per call on stderr")
 	return o
 }
 
 const proxyHelp = `Usage: limitscope proxy [--listen 127.0.0.1:4000] [--config FILE] [--sim] [flags]
 
-Serves POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic) and
-GET /v1/models; every call runs through the retry core. Point an SDK at it:
+Serves POST /v1/chat/completions and POST /v1/responses (OpenAI), POST
+/v1/messages (Anthropic) and GET /v1/models; every call runs through the
+retry core. Point an SDK at it:
   OPENAI_BASE_URL=http://127.0.0.1:4000/v1  ANTHROPIC_BASE_URL=http://127.0.0.1:4000
 with the proxy's token as the API key (limitscope info shows it).
 
@@ -64,6 +67,14 @@ func runProxy(ctx context.Context, a *app, args []string) int {
 	cfg, err := calls.LoadProxyConfig(o.config, o.calls, fs)
 	if err != nil {
 		return fail(err)
+	}
+	replayGiven := false
+	fs.Visit(func(f *flag.Flag) { replayGiven = replayGiven || f.Name == "replay-window" })
+	if replayGiven || cfg.ReplayWindow == nil { // the flag given wins over the file's replay_window
+		if o.replay < 0 {
+			return fail(errors.New("--replay-window must not be negative"))
+		}
+		cfg.ReplayWindow = &o.replay
 	}
 	token, tokenPath, err := calls.ProxyToken(a.getenv)
 	if err != nil {

@@ -22,10 +22,12 @@ import (
 //	  "aliases": {
 //	    "fast": {"chain": ["openai/gpt-5.4-mini", "anthropic/claude-haiku-5-5"],
 //	             "policy": {"max_attempts": 3, "deadline": "30s"}},
-//	    "smart": ["anthropic/claude-sonnet-4-5", "openai/gpt-5.4"]
+//	    "smart": ["anthropic/claude-sonnet-4-5", "openai/gpt-5.4"],
+//	    "whole": {"chain": ["openai/gpt-5.4-mini"], "buffered": true}
 //	  },
 //	  "models": ["gemini/gemini-2.5-flash"],
-//	  "allowed_hosts": ["devbox.local"]
+//	  "allowed_hosts": ["devbox.local"],
+//	  "replay_window": "10s"
 //	}
 //
 // An alias is a chain (primary first, then fallbacks) with an optional
