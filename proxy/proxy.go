@@ -522,7 +522,10 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		}
 	default:
 		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
-		ae := callError(res, in.dialect, h.o.Now())
+		ae := h.unknownModel(res, in.dialect, h.o.Now())
+		if ae == nil {
+			ae = callError(res, in.dialect, h.o.Now())
+		}
 		if res.Outcome != retry.OutcomeStopped { // a quota stop's cooldown already answers a repeat without a request
 			h.replay.put(key, ae, in.dialect, id, h.o.Now())
 		}
