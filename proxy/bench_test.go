@@ -95,3 +95,48 @@ func BenchmarkStreamingCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSequentialTTFT sends b.N streaming calls one at a time,
+// alternating straight to the simulator and through the proxy (the same
+// load on the machine for both), and reports the time to first text at p50
+// and p99 of each and what the proxy adds.
+//
+//	go test -run '^$' -bench SequentialTTFT -benchtime 2000x ./proxy/
+func BenchmarkSequentialTTFT(b *testing.B) {
+	scen := filepath.Join(b.TempDir(), "unlimited.ini")
+	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	e := newEnvSim(b, sim.Options{ScenarioFile: scen, TokensPerSecond: 1e6}, nil, func(o *Options) { o.Events = nil })
+	hc := e.client()
+	direct := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodPost, e.sim.BaseURL("openai")+"/chat/completions",
+			strings.NewReader(strings.Replace(loadBody, "openai/", "", 1)))
+		r.Header.Set("Authorization", "Bearer "+sim.FakeKey)
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	one := func(r *http.Request) time.Duration {
+		d, ok := firstText(hc, r)
+		if !ok {
+			b.Fatal("a call failed")
+		}
+		return d
+	}
+	for range 50 { // warm the connections
+		one(direct())
+		one(e.openAIReq(loadBody))
+	}
+	var ds, ps []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		ds = append(ds, one(direct()))
+		ps = append(ps, one(e.openAIReq(loadBody)))
+	}
+	b.StopTimer()
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(pct(ds, .5)), "direct-p50-us")
+	b.ReportMetric(us(pct(ps, .5)), "proxy-p50-us")
+	b.ReportMetric(us(pct(ps, .5)-pct(ds, .5)), "added-p50-us")
+	b.ReportMetric(us(pct(ps, .99)-pct(ds, .99)), "added-p99-us")
+}

@@ -381,11 +381,12 @@ func (cs *callState) event(ev retry.Event) {
 			return
 		}
 		cs.trim = 0
-		if !cs.started {
-			cs.begin()
-		}
 		if cs.keep {
 			cs.sent = append(cs.sent, text...)
+		}
+		if !cs.started {
+			cs.begin(text)
+			return
 		}
 		cs.sse.text(cs.out, text)
 	}
@@ -393,15 +394,20 @@ func (cs *callState) event(ev retry.Event) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
-// begin sends the headers and the stream's opening events (they go out
-// with its first text).
-func (cs *callState) begin() {
+// begin sends the headers, the stream's opening events and its first
+// text, written and flushed from the call's goroutine (the socket's buffer
+// is empty: no wait, and no hand-off to the flusher before the first
+// token), then starts the flusher for the rest.
+func (cs *callState) begin(text string) {
 	h := cs.w.Header()
 	h.Set(HeaderServedBy, cs.target.String())
 	h.Set(HeaderAttempts, strconv.Itoa(cs.n))
 	startSSE(cs.w)
+	b := getBuf()
+	*b = cs.out.text(cs.out.start(*b, cs.target.Model), text)
+	writeFlush(cs.w, *b)
+	putBuf(b)
 	cs.sse = newSSEOut(cs.w)
-	cs.sse.start(cs.out, cs.target.Model)
 	cs.started = true
 }
 

@@ -166,13 +166,6 @@ func (o *sseOut) signal() {
 	}
 }
 
-// start appends the stream's opening events (sent with the first text).
-func (o *sseOut) start(out writer, model string) {
-	o.mu.Lock()
-	*o.buf = out.start(*o.buf, model)
-	o.mu.Unlock()
-}
-
 // text appends a delta and has it flushed.
 func (o *sseOut) text(out writer, s string) {
 	o.mu.Lock()
