@@ -128,3 +128,21 @@ func TestBufferedStream(t *testing.T) {
 		})
 	}
 }
+
+// A buffered Anthropic-dialect stream carries the real input token count in
+// message_start (the usage is known before the stream is written).
+func TestBufferedAnthropicInputTokens(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	req := e.anthropicReq(`{"model":"anthropic/claude-haiku-5-5","max_tokens":40,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}`)
+	req.Header.Set(HeaderBuffered, "true")
+	body := e.do(req).body
+	evs := parseSSE(t, body)
+	if len(evs) == 0 || evs[0].event != "message_start" {
+		t.Fatalf("events %v", evs)
+	}
+	in := dig(obj(t, evs[0].data), "message", "usage", "input_tokens")
+	s := readAnthropicStream(t, body)
+	if in == float64(0) || in == nil || in != s.usage["input_tokens"] {
+		t.Errorf("message_start input_tokens %v, message_delta's %v", in, s.usage["input_tokens"])
+	}
+}

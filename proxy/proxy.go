@@ -517,6 +517,9 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		model := servedModel(res, cs.target)
 		hd.Set(HeaderServedBy, res.ServedBy.Provider+"/"+model)
 		if in.stream {
+			if aw, ok := out.(*anthropicWriter); ok && res.Usage != nil {
+				aw.inputTokens = res.Usage.InputTokens // known before the stream is written
+			}
 			startSSE(w)
 			b := out.start(nil, model)
 			if res.Text != "" {

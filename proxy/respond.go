@@ -309,6 +309,9 @@ func startSSE(w http.ResponseWriter) {
 type anthropicWriter struct {
 	id        string
 	requestID string
+	// inputTokens goes in message_start: the real count when it is known
+	// before the stream is written (a buffered answer), else 0.
+	inputTokens int
 }
 
 func newAnthropicWriter(id string) *anthropicWriter {
@@ -333,7 +336,9 @@ func (a *anthropicWriter) start(b []byte, model string) []byte {
 	b = appendJSONString(b, a.id)
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
 	b = appendJSONString(b, model)
-	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`+"\n\n"...)
+	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.inputTokens), 10)
+	b = append(b, `,"output_tokens":0}}}`+"\n\n"...)
 	return append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"...)
 }
 
