@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,14 +26,17 @@ func cpuTime(b *testing.B) time.Duration {
 
 // BenchmarkStreamingCall streams b.N answers (about 40 tokens each), 50 at a
 // time, from the in-process simulator, straight ("direct") or through the
-// proxy, reporting the process's CPU per call and calls per second. The
+// proxy (at the default GOGC, and at the proxy command's 400), reporting the process's CPU per call and calls per second. The
 // proxy's own cost per call is proxy's cpu-ms/call minus direct's (the
 // simulator and the caller run in the same process in both).
 //
 //	go test -run '^$' -bench StreamingCall -benchtime 4000x ./proxy/
 func BenchmarkStreamingCall(b *testing.B) {
-	for _, via := range []string{"direct", "proxy"} {
+	for _, via := range []string{"direct", "proxy", "proxy-gogc400"} {
 		b.Run(via, func(b *testing.B) {
+			if via == "proxy-gogc400" { // what limitscope proxy runs with (GOGC unset)
+				defer debug.SetGCPercent(debug.SetGCPercent(400))
+			}
 			// No limits: every call is served, none waits.
 			scen := filepath.Join(b.TempDir(), "unlimited.ini")
 			if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\n"), 0o600); err != nil {
@@ -45,7 +49,7 @@ func BenchmarkStreamingCall(b *testing.B) {
 			hc.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
 			e.up.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
 			req := func() *http.Request {
-				if via == "proxy" {
+				if via != "direct" {
 					return e.openAIReq(loadBody)
 				}
 				r, _ := http.NewRequest(http.MethodPost, e.sim.BaseURL("openai")+"/chat/completions",
