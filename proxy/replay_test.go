@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -146,5 +148,40 @@ func TestNoAnthropicStatusForOpenAICaller(t *testing.T) {
 	}
 	if got := statusOf(&stream.Error{Class: stream.ClassOverload, Status: 498}, stream.DialectResponses); got != 503 {
 		t.Errorf("Groq's 498 to a Responses caller: %d", got)
+	}
+}
+
+// A streamed request that failed before its stream began is replayed too
+// (the Vercel AI SDK's streamText retries it the same way).
+func TestReplayStreamedRequest(t *testing.T) {
+	clock := retrytest.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	e := newEnv(t, &Config{Policy: retry.Policy{MaxAttempts: 2, TriesPerTarget: 2}}, fakeTime(clock))
+	e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultOverload, Count: 100})
+	rs := e.threeTries(`{"model":"openai/gpt-5.4-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if len(rs) != 3 || rs[1].header.Get(HeaderReplayed) == "" || rs[2].header.Get(HeaderReplayed) == "" {
+		t.Errorf("%d replies, replayed %q %q", len(rs), rs[len(rs)-1].header.Get(HeaderReplayed), rs[0].header.Get(HeaderReplayed))
+	}
+	if n := e.requests("openai"); n != 2 {
+		t.Errorf("openai saw %d requests, want 2", n)
+	}
+}
+
+// The same request from another address is another caller's; from
+// another port of the same address (a new connection), the same caller's.
+func TestReplayKey(t *testing.T) {
+	req := func(addr, path string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	body := []byte(`{"model":"m"}`)
+	k := replayKey(req("127.0.0.1:5000", "/v1/chat/completions"), body)
+	if replayKey(req("127.0.0.1:5001", "/v1/chat/completions"), body) != k {
+		t.Error("a new connection from the same address is another caller")
+	}
+	if replayKey(req("127.0.0.2:5000", "/v1/chat/completions"), body) == k ||
+		replayKey(req("127.0.0.1:5000", "/v1/responses"), body) == k ||
+		replayKey(req("127.0.0.1:5000", "/v1/chat/completions"), []byte(`{"model":"n"}`)) == k {
+		t.Error("another address, route or body has the same key")
 	}
 }
