@@ -146,3 +146,31 @@ func TestBufferedAnthropicInputTokens(t *testing.T) {
 		t.Errorf("message_start input_tokens %v, message_delta's %v", in, s.usage["input_tokens"])
 	}
 }
+
+// The continuation for an Anthropic-dialect caller and for the Responses
+// API: one stream that ends well, the partial text then the new text.
+func TestBrokenStreamContinuesOtherDialects(t *testing.T) {
+	t.Run("messages", func(t *testing.T) {
+		e := newEnv(t, chainConfig(false, openaiMini, claudeHaiku), nil)
+		e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultMidStream})
+		s := readAnthropicStream(t, e.do(e.anthropicReq(`{"model":"chain","max_tokens":300,"stream":true,"messages":[{"role":"user","content":"Tell me a long story"}]}`)).body)
+		partial := e.partialText()
+		if s.err != nil || s.types[len(s.types)-1] != "message_stop" || partial == "" || !strings.HasPrefix(s.text, partial) || len(s.text) <= len(partial) {
+			t.Errorf("error %v events %v text %q partial %q", s.err, s.types, s.text, partial)
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		e := newEnv(t, chainConfig(false, openaiMini, claudeHaiku), nil)
+		e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultCut})
+		p := responsesParams("chain", "Tell me a long story")
+		r := e.responsesStream(t.Context(), p)
+		partial := e.partialText()
+		if r.err != nil || r.terminal != "response.completed" || partial == "" || !strings.HasPrefix(r.text, partial) ||
+			r.outputText != r.text || r.model != "claude-haiku-5-5" {
+			t.Errorf("err %v terminal %q text %q output %q partial %q model %q", r.err, r.terminal, r.text, r.outputText, partial, r.model)
+		}
+		if a, b := e.requests("openai"), e.requests("anthropic"); a != 1 || b != 1 {
+			t.Errorf("openai %d anthropic %d requests, want 1 and 1", a, b)
+		}
+	})
+}
