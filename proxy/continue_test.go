@@ -174,3 +174,19 @@ func TestBrokenStreamContinuesOtherDialects(t *testing.T) {
 		}
 	})
 }
+
+// The continuation spends what is left of the call's attempt budget: with
+// none left, the stream ends with the error event and nothing more is sent.
+func TestBrokenStreamBudgetSpent(t *testing.T) {
+	one := retry.Policy{TriesPerTarget: 1, MaxAttempts: 1}
+	cfg := &Config{Aliases: map[string]Alias{"chain": {Name: "chain", Policy: &one, Chain: []stream.Target{openaiMini, claudeHaiku}}}}
+	e := newEnv(t, cfg, nil)
+	e.inject(sim.Fault{Provider: "openai", Kind: sim.FaultCut})
+	s := readOpenAIStream(t, e.do(e.openAIReq(storyBody)).body)
+	if s.err == nil || s.done || s.text == "" {
+		t.Errorf("error %v done %v text %q", s.err, s.done, s.text)
+	}
+	if a, b := e.requests("openai"), e.requests("anthropic"); a != 1 || b != 0 {
+		t.Errorf("openai %d anthropic %d requests, want 1 and 0", a, b)
+	}
+}

@@ -566,7 +566,8 @@ func (h *Handler) run(ctx context.Context, eng *retry.Engine, call retry.Call, c
 // reached the caller: the rest of the chain after the target that broke,
 // those that accept a prefill, with the text sent as the assistant's
 // prefill (after the caller's own, when its last turn was one), and what
-// is left of the attempt budget. False when there is none.
+// is left of the attempt budget and of the deadline. False when there is
+// none.
 func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result) (retry.Call, bool) {
 	i := slices.Index(prev.Chain, cs.target)
 	if i < 0 {
@@ -579,7 +580,8 @@ func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result)
 		}
 	}
 	left := prev.Policy.MaxAttempts - len(res.Attempts)
-	if len(chain) == 0 || left < 1 || len(cs.sent) == 0 {
+	leftTime := prev.Policy.Deadline - res.Ended.Sub(res.Started)
+	if len(chain) == 0 || left < 1 || leftTime <= 0 || len(cs.sent) == 0 {
 		return retry.Call{}, false
 	}
 	msgs := slices.Clone(in.messages)
@@ -599,6 +601,7 @@ func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result)
 	next.Chain = chain
 	next.Messages = msgs
 	next.Policy.MaxAttempts = left
+	next.Policy.Deadline = leftTime
 	return next, true
 }
 
