@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,14 +26,17 @@ func cpuTime(b *testing.B) time.Duration {
 
 // BenchmarkStreamingCall streams b.N answers (about 40 tokens each), 50 at a
 // time, from the in-process simulator, straight ("direct") or through the
-// proxy, reporting the process's CPU per call and calls per second. The
+// proxy (at the default GOGC, and at the proxy command's 400), reporting the process's CPU per call and calls per second. The
 // proxy's own cost per call is proxy's cpu-ms/call minus direct's (the
 // simulator and the caller run in the same process in both).
 //
 //	go test -run '^$' -bench StreamingCall -benchtime 4000x ./proxy/
 func BenchmarkStreamingCall(b *testing.B) {
-	for _, via := range []string{"direct", "proxy"} {
+	for _, via := range []string{"direct", "proxy", "proxy-gogc400"} {
 		b.Run(via, func(b *testing.B) {
+			if via == "proxy-gogc400" { // what limitscope proxy runs with (GOGC unset)
+				defer debug.SetGCPercent(debug.SetGCPercent(400))
+			}
 			// No limits: every call is served, none waits.
 			scen := filepath.Join(b.TempDir(), "unlimited.ini")
 			if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\n"), 0o600); err != nil {
@@ -45,7 +49,7 @@ func BenchmarkStreamingCall(b *testing.B) {
 			hc.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
 			e.up.Transport.(*http.Transport).MaxIdleConnsPerHost = 100
 			req := func() *http.Request {
-				if via == "proxy" {
+				if via != "direct" {
 					return e.openAIReq(loadBody)
 				}
 				r, _ := http.NewRequest(http.MethodPost, e.sim.BaseURL("openai")+"/chat/completions",
@@ -94,4 +98,49 @@ func BenchmarkStreamingCall(b *testing.B) {
 			b.ReportMetric(float64(b.N)/wall.Seconds(), "calls/s")
 		})
 	}
+}
+
+// BenchmarkSequentialTTFT sends b.N streaming calls one at a time,
+// alternating straight to the simulator and through the proxy (the same
+// load on the machine for both), and reports the time to first text at p50
+// and p99 of each and what the proxy adds.
+//
+//	go test -run '^$' -bench SequentialTTFT -benchtime 2000x ./proxy/
+func BenchmarkSequentialTTFT(b *testing.B) {
+	scen := filepath.Join(b.TempDir(), "unlimited.ini")
+	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	e := newEnvSim(b, sim.Options{ScenarioFile: scen, TokensPerSecond: 1e6}, nil, func(o *Options) { o.Events = nil })
+	hc := e.client()
+	direct := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodPost, e.sim.BaseURL("openai")+"/chat/completions",
+			strings.NewReader(strings.Replace(loadBody, "openai/", "", 1)))
+		r.Header.Set("Authorization", "Bearer "+sim.FakeKey)
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	one := func(r *http.Request) time.Duration {
+		d, ok := firstText(hc, r)
+		if !ok {
+			b.Fatal("a call failed")
+		}
+		return d
+	}
+	for range 50 { // warm the connections
+		one(direct())
+		one(e.openAIReq(loadBody))
+	}
+	var ds, ps []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		ds = append(ds, one(direct()))
+		ps = append(ps, one(e.openAIReq(loadBody)))
+	}
+	b.StopTimer()
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(pct(ds, .5)), "direct-p50-us")
+	b.ReportMetric(us(pct(ps, .5)), "proxy-p50-us")
+	b.ReportMetric(us(pct(ps, .5)-pct(ds, .5)), "added-p50-us")
+	b.ReportMetric(us(pct(ps, .99)-pct(ds, .99)), "added-p99-us")
 }

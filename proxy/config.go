@@ -22,10 +22,12 @@ import (
 //	  "aliases": {
 //	    "fast": {"chain": ["openai/gpt-5.4-mini", "anthropic/claude-haiku-5-5"],
 //	             "policy": {"max_attempts": 3, "deadline": "30s"}},
-//	    "smart": ["anthropic/claude-sonnet-4-5", "openai/gpt-5.4"]
+//	    "smart": ["anthropic/claude-sonnet-4-5", "openai/gpt-5.4"],
+//	    "whole": {"chain": ["openai/gpt-5.4-mini"], "buffered": true}
 //	  },
 //	  "models": ["gemini/gemini-2.5-flash"],
-//	  "allowed_hosts": ["devbox.local"]
+//	  "allowed_hosts": ["devbox.local"],
+//	  "replay_window": "10s"
 //	}
 //
 // An alias is a chain (primary first, then fallbacks) with an optional
@@ -44,6 +46,9 @@ type Config struct {
 	Aliases         map[string]Alias // by name
 	Models          []stream.Target  // extra provider/model entries listed by /v1/models
 	AllowedHosts    []string         // Host names accepted besides IP literals and localhost
+	// ReplayWindow is the file's replay_window (nil: not named; 0: off):
+	// see Options.ReplayWindow, which wins when set.
+	ReplayWindow *time.Duration
 }
 
 // Alias is a named route: a chain of targets and its policy.
@@ -56,6 +61,9 @@ type Alias struct {
 	// said (Policy.FailoverOnQuota true also counts as said).
 	FailoverOnQuota *bool
 	MaxTokens       int // 0: the request's, else Config.MaxTokens
+	// Buffered holds a streamed answer until it is complete, so that every
+	// failure stays retryable (HeaderBuffered on a request overrides it).
+	Buffered bool
 }
 
 // RoutePolicy is the policy of a call routed to a (the zero Alias for a
@@ -173,6 +181,7 @@ type aliasJSON struct {
 	Chain     []string    `json:"chain"`
 	Policy    *policyJSON `json:"policy"`
 	MaxTokens int         `json:"max_tokens"`
+	Buffered  bool        `json:"buffered"`
 }
 
 func (a *aliasJSON) UnmarshalJSON(b []byte) error {
@@ -198,6 +207,7 @@ type configJSON struct {
 	Aliases      map[string]aliasJSON `json:"aliases"`
 	Models       []string             `json:"models"`
 	AllowedHosts []string             `json:"allowed_hosts"`
+	ReplayWindow *duration            `json:"replay_window"`
 }
 
 // LoadConfig reads and checks a config file. Errors name the file.
@@ -225,6 +235,9 @@ func ParseConfig(b []byte) (*Config, error) {
 	if cj.MaxTokens < 0 {
 		return nil, errors.New("max_tokens must not be negative")
 	}
+	if cj.ReplayWindow != nil {
+		c.ReplayWindow = ptr(time.Duration(*cj.ReplayWindow))
+	}
 	if cj.Policy != nil {
 		c.Policy = cj.Policy.policy()
 		c.FailoverOnQuota = cj.Policy.FailoverOnQuota
@@ -245,7 +258,7 @@ func ParseConfig(b []byte) (*Config, error) {
 		if aj.MaxTokens < 0 {
 			return nil, fmt.Errorf("alias %q: max_tokens must not be negative", n)
 		}
-		a := Alias{Name: n, MaxTokens: aj.MaxTokens}
+		a := Alias{Name: n, MaxTokens: aj.MaxTokens, Buffered: aj.Buffered}
 		for _, s := range aj.Chain {
 			t, err := stream.ParseTarget(s)
 			if err != nil {

@@ -28,9 +28,12 @@ type apiError struct {
 // was an HTTP error, else (mid-stream, no response) the one its class stands
 // for in the caller's dialect.
 func statusOf(e *stream.Error, caller stream.Dialect) int {
-	if e.Status >= 400 && e.Status <= 599 {
+	if e.Status >= 400 && e.Status <= 599 && (caller == stream.DialectAnthropic || http.StatusText(e.Status) != "") {
 		return e.Status
 	}
+	// An OpenAI-dialect caller (Chat Completions, Responses) never gets a
+	// status of another API's own, such as Anthropic's or Bedrock's 529 or
+	// Groq's 498: its class's status in the caller's dialect stands in.
 	switch e.Class {
 	case stream.ClassQuota:
 		if e.Code == "billing_error" {

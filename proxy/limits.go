@@ -108,10 +108,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 	// (the server's background read, which notices a caller that left, must
 	// not time out).
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, class: stream.ClassCaller, code: "request_too_large",
-		message: fmt.Sprintf("limitscope proxy: the request body is over %d bytes", h.o.MaxBody)}
+	tooLarge := func() *apiError {
+		return &apiError{status: http.StatusRequestEntityTooLarge, class: stream.ClassCaller, code: "request_too_large",
+			message: fmt.Sprintf("limitscope proxy: the request body is over %d bytes", h.o.MaxBody)}
+	}
 	if r.ContentLength > h.o.MaxBody {
-		return nil, 0, tooLarge
+		return nil, 0, tooLarge()
 	}
 	// Over the cap, the server half-closes and lingers (see refuseAndClose).
 	body := http.MaxBytesReader(w, r.Body, h.o.MaxBody)
@@ -135,7 +137,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 	for {
 		if int64(len(buf)) > h.o.MaxBody {
 			h.lim.release(held)
-			return nil, 0, tooLarge
+			return nil, 0, tooLarge()
 		}
 		if len(buf) == cap(buf) {
 			newCap := min(max(2*int64(cap(buf)), readChunk), limit)
@@ -157,7 +159,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int6
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			h.lim.release(held)
-			return nil, 0, tooLarge
+			return nil, 0, tooLarge()
 		}
 		if err != nil {
 			h.lim.release(held)

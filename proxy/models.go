@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
 
 	"github.com/limitscope/limitscope/stream"
 )
@@ -24,7 +28,9 @@ func (h *Handler) aliasNames() []string {
 }
 
 // routable lists the aliases (those with a target that has a key), then
-// every provider/model named in the config whose provider has a key.
+// every provider/model named in the config whose provider has a key, then
+// the default model of every provider (and API variant) with a key, in
+// the provider table's order: what a caller can send as its model.
 func (h *Handler) routable() []modelEntry {
 	avail := func(p string) bool { return h.o.Available == nil || h.o.Available(p) }
 	var out []modelEntry
@@ -43,6 +49,11 @@ func (h *Handler) routable() []modelEntry {
 		}
 	}
 	targets = append(targets, h.cfg.Models...)
+	for _, p := range stream.Providers() {
+		if p.DefaultModel != "" {
+			targets = append(targets, stream.Target{Provider: p.Name, Model: p.DefaultModel})
+		}
+	}
 	for _, t := range targets {
 		if id := t.String(); avail(t.Provider) && !seen[id] {
 			seen[id] = true
@@ -98,4 +109,35 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// maxSuggestions bounds the models an unknown model's error names.
+const maxSuggestions = 8
+
+// unknownModel explains in one line a provider's 404 for a model it does
+// not know (nil when the call did not end that way): the provider's own
+// status, code and message, and the models of that provider the proxy
+// lists, as suggestions.
+func (h *Handler) unknownModel(res retry.Result, caller stream.Dialect, now time.Time) *apiError {
+	if res.Err == nil || res.Err.Class != stream.ClassCaller || res.Err.Status != http.StatusNotFound || len(res.Attempts) == 0 {
+		return nil
+	}
+	t := res.Attempts[len(res.Attempts)-1].Target
+	ae := callError(res, caller, now)
+	msg := strings.Join(strings.Fields(ae.message), " ")
+	ae.message = fmt.Sprintf("limitscope: %s does not know the model %q (its 404", t.Provider, t.Model)
+	if ae.code != "" {
+		ae.message += " " + ae.code
+	}
+	ae.message += ": " + msg + ")"
+	var names []string
+	for _, m := range h.routable() {
+		if m.ownedBy == t.Provider && m.id != t.String() && len(names) < maxSuggestions {
+			names = append(names, m.id)
+		}
+	}
+	if len(names) > 0 {
+		ae.message += "; models this proxy serves on " + t.Provider + ": " + strings.Join(names, ", ")
+	}
+	return ae
 }

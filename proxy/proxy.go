@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ const (
 	HeaderAttempts  = "X-Limitscope-Attempts"   // HTTP requests the call made
 	HeaderRequestID = "X-Limitscope-Request-Id" // the call's id (in the history too)
 	HeaderIgnored   = "X-Limitscope-Ignored"    // request fields accepted but not sent on
+	// HeaderBuffered, on a request, turns the buffered mode on ("true") or
+	// off ("false") whatever the alias says; on an answer, it says the
+	// answer was held until complete.
+	HeaderBuffered = "X-Limitscope-Buffered"
 )
 
 // DefaultMaxBody bounds a request body.
@@ -83,15 +88,21 @@ type Options struct {
 	// BodyTimeout bounds reading one request body (0: DefaultBodyTimeout);
 	// past it: 408 and the connection is closed.
 	BodyTimeout time.Duration
+	// ReplayWindow is how long a call's final failure answers the same
+	// caller's identical retry without going upstream (HeaderReplayed),
+	// never longer than the wait the failure suggested. 0:
+	// DefaultReplayWindow; negative: off.
+	ReplayWindow time.Duration
 }
 
 // Handler is the proxy, an http.Handler.
 type Handler struct {
-	o     Options
-	cfg   *Config
-	cools retry.Cooldowns
-	mux   *http.ServeMux
-	lim   limits
+	o      Options
+	cfg    *Config
+	cools  retry.Cooldowns
+	mux    *http.ServeMux
+	lim    limits
+	replay *replays
 }
 
 // New returns the proxy's handler.
@@ -125,6 +136,14 @@ func New(o Options) (*Handler, error) {
 	if h.o.BodyTimeout <= 0 {
 		h.o.BodyTimeout = DefaultBodyTimeout
 	}
+	switch {
+	case h.o.ReplayWindow == 0 && h.cfg.ReplayWindow != nil:
+		h.replay = newReplays(*h.cfg.ReplayWindow)
+	case h.o.ReplayWindow == 0:
+		h.replay = newReplays(DefaultReplayWindow)
+	default:
+		h.replay = newReplays(h.o.ReplayWindow)
+	}
 	h.lim = limits{maxCalls: int64(h.o.MaxInFlight), maxBytes: h.o.MaxBuffered}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
@@ -133,6 +152,9 @@ func New(o Options) (*Handler, error) {
 	for _, p := range []string{"/v1/messages", "/messages"} {
 		mux.HandleFunc(p, h.post(stream.DialectAnthropic, parseAnthropic))
 	}
+	for _, p := range []string{"/v1/responses", "/responses"} {
+		mux.HandleFunc(p, h.post(stream.DialectResponses, parseResponses))
+	}
 	for _, p := range []string{"/v1/models", "/models"} {
 		mux.HandleFunc(p, h.models)
 		mux.HandleFunc(p+"/{id...}", h.models)
@@ -140,7 +162,7 @@ func New(o Options) (*Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuseAndClose(w, r, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
 			message: "limitscope proxy: no endpoint " + r.Method + " " + r.URL.Path +
-				" (served: POST /v1/chat/completions, POST /v1/messages, GET /v1/models)"}, callerDialect(r), "")
+				" (served: POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models)"}, callerDialect(r), "")
 	})
 	h.mux = mux
 	return h, nil
@@ -243,12 +265,24 @@ func (h *Handler) post(d stream.Dialect, parse func([]byte) (*inbound, *apiError
 		// The conversation parsed from the body is held for the call's life
 		// (retries resend it): so are its bytes in the budget.
 		defer h.lim.release(held)
+		var key [32]byte
+		if h.replay.on() {
+			key = replayKey(r, body)
+			if v, ok := h.replay.get(key, h.o.Now()); ok {
+				if h.o.Logf != nil {
+					h.o.Logf("proxy: call %s replayed: the same request failed for good %s ago; not sent upstream again",
+						v.id, h.o.Now().Sub(v.at).Round(time.Millisecond))
+				}
+				v.write(w, h.o.Now())
+				return
+			}
+		}
 		in, e := parse(body)
 		if e != nil {
 			writeError(w, e, d, "")
 			return
 		}
-		h.serveCall(w, r, in)
+		h.serveCall(w, r, in, key)
 	}
 }
 
@@ -319,6 +353,13 @@ type callState struct {
 	n       int           // its number
 	started bool          // the caller's stream began: nothing can be taken back
 	sse     *sseOut       // the started stream's output
+	// keep: the text sent is kept in sent, for a continuation's prefill.
+	keep bool
+	sent []byte
+	// trim is how many leading whitespace bytes of a continuation's text
+	// to drop: the prefill's trailing whitespace, which the caller has and
+	// the provider refuses in a prefill.
+	trim int
 }
 
 // event is the call's own sink: it streams text to the caller.
@@ -332,27 +373,64 @@ func (cs *callState) event(ev retry.Event) {
 		if !cs.stream {
 			return
 		}
-		if !cs.started {
-			cs.begin()
+		text := ev.Text
+		for cs.trim > 0 && text != "" && isSpace(text[0]) {
+			text, cs.trim = text[1:], cs.trim-1
 		}
-		cs.sse.text(cs.out, ev.Text)
+		if text == "" {
+			return
+		}
+		cs.trim = 0
+		if cs.keep {
+			cs.sent = append(cs.sent, text...)
+		}
+		if !cs.started {
+			cs.begin(text)
+			return
+		}
+		cs.sse.text(cs.out, text)
 	}
 }
 
-// begin sends the headers and the stream's opening events (they go out
-// with its first text).
-func (cs *callState) begin() {
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// begin sends the headers, the stream's opening events and its first
+// text, written and flushed from the call's goroutine (the socket's buffer
+// is empty: no wait, and no hand-off to the flusher before the first
+// token), then starts the flusher for the rest.
+func (cs *callState) begin(text string) {
 	h := cs.w.Header()
 	h.Set(HeaderServedBy, cs.target.String())
 	h.Set(HeaderAttempts, strconv.Itoa(cs.n))
 	startSSE(cs.w)
+	b := getBuf()
+	*b = cs.out.text(cs.out.start(*b, cs.target.Model), text)
+	writeFlush(cs.w, *b)
+	putBuf(b)
 	cs.sse = newSSEOut(cs.w)
-	cs.sse.start(cs.out, cs.target.Model)
 	cs.started = true
 }
 
-// serveCall runs one call through the retry core and answers it.
-func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound) {
+// acceptsPrefill reports whether t continues an answer from a trailing
+// assistant turn (a prefill): the Messages API does; Chat Completions and
+// Gemini answer such a turn anew.
+func acceptsPrefill(t stream.Target) bool {
+	info, ok := stream.Provider(t.Provider)
+	return ok && info.Dialect == stream.DialectAnthropic
+}
+
+// buffered reports whether a streamed call's answer is held until it is
+// complete: the request's HeaderBuffered, else its alias's setting.
+func buffered(r *http.Request, rt Alias) bool {
+	if v, err := strconv.ParseBool(r.Header.Get(HeaderBuffered)); err == nil {
+		return v
+	}
+	return rt.Buffered
+}
+
+// serveCall runs one call through the retry core and answers it. key names
+// the request for replays.
+func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound, key [32]byte) {
 	id := newID()
 	hd := w.Header()
 	hd.Set(HeaderRequestID, id)
@@ -366,9 +444,14 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 	}
 	pol := h.cfg.RoutePolicy(rt, h.o.DefaultPolicy)
 	// A streamed answer's text is the caller's as soon as it is written: a
-	// retry's answer must not be glued onto it. Unstreamed, nothing reached
-	// the caller before the call ends, so everything may be retried.
-	pol.NoRetryAfterText = in.stream
+	// retry's answer must not be glued onto it. Unstreamed (or buffered),
+	// nothing reached the caller before the call ends, so everything may
+	// be retried.
+	live := in.stream && !buffered(r, rt)
+	if in.stream && !live {
+		hd.Set(HeaderBuffered, "true")
+	}
+	pol.NoRetryAfterText = live
 	maxTokens := in.maxTokens
 	if maxTokens == 0 {
 		maxTokens = rt.MaxTokens
@@ -386,32 +469,39 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 	}
 	now := h.o.Now()
 	var out writer
-	if in.dialect == stream.DialectAnthropic {
+	switch in.dialect {
+	case stream.DialectAnthropic:
 		out = newAnthropicWriter(id)
-	} else {
+	case stream.DialectResponses:
+		out = newResponsesWriter(id, now)
+	default:
 		out = newOpenAIWriter(id, now, in.includeUsage)
 	}
-	cs := &callState{w: w, out: out, stream: in.stream}
+	cs := &callState{w: w, out: out, stream: live}
+	if live {
+		for _, t := range rt.Chain[1:] {
+			cs.keep = cs.keep || acceptsPrefill(t)
+		}
+	}
 	defer func() {
 		if cs.sse != nil {
 			cs.sse.close() // whatever happened, its goroutine ends with the handler
 		}
 	}()
 	eng := &retry.Engine{Doer: h.o.Doer, Clock: h.o.Clock, Cooldowns: h.cools, Pacer: h.o.Pacer}
-	sink := cs.event
-	if h.o.Events != nil {
-		own, events := sink, h.o.Events
-		sink = func(ev retry.Event) {
-			events(call, ev)
-			own(ev)
+	res := h.run(r.Context(), eng, call, cs)
+	for cs.started && cs.keep && res.Outcome != retry.OutcomeOK && res.Outcome != retry.OutcomeCancelled && r.Context().Err() == nil {
+		next, ok := continuation(call, in, cs, res)
+		if !ok {
+			break
 		}
+		if h.o.Logf != nil {
+			h.o.Logf("proxy: call %s broke after %d bytes of text reached the caller; continuing on %s with them as a prefill (call %s)",
+				call.ID, len(cs.sent), next.Chain[0], next.ID)
+		}
+		call = next
+		res = h.run(r.Context(), eng, call, cs)
 	}
-	if h.o.Record != nil {
-		sink = h.o.Record(call, sink)
-	}
-	res := eng.Run(r.Context(), call, sink)
-	h.logCall(call, res)
-	h.commit(r.Context(), id)
 	if r.Context().Err() != nil {
 		return // the caller left; nobody to answer
 	}
@@ -427,6 +517,9 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 		model := servedModel(res, cs.target)
 		hd.Set(HeaderServedBy, res.ServedBy.Provider+"/"+model)
 		if in.stream {
+			if aw, ok := out.(*anthropicWriter); ok && res.Usage != nil {
+				aw.inputTokens = res.Usage.InputTokens // known before the stream is written
+			}
 			startSSE(w)
 			b := out.start(nil, model)
 			if res.Text != "" {
@@ -438,8 +531,78 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound)
 		}
 	default:
 		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
-		writeError(w, callError(res, in.dialect, h.o.Now()), in.dialect, id)
+		ae := h.unknownModel(res, in.dialect, h.o.Now())
+		if ae == nil {
+			ae = callError(res, in.dialect, h.o.Now())
+		}
+		if res.Outcome != retry.OutcomeStopped { // a quota stop's cooldown already answers a repeat without a request
+			h.replay.put(key, ae, in.dialect, id, h.o.Now())
+		}
+		writeError(w, ae, in.dialect, id)
 	}
+}
+
+// run runs one call of a request with its sinks (the caller's stream, the
+// feed, the history), logs it and makes its record durable.
+func (h *Handler) run(ctx context.Context, eng *retry.Engine, call retry.Call, cs *callState) retry.Result {
+	sink := cs.event
+	if h.o.Events != nil {
+		own, events := sink, h.o.Events
+		sink = func(ev retry.Event) {
+			events(call, ev)
+			own(ev)
+		}
+	}
+	if h.o.Record != nil {
+		sink = h.o.Record(call, sink)
+	}
+	res := eng.Run(ctx, call, sink)
+	h.logCall(call, res)
+	h.commit(ctx, call.ID)
+	return res
+}
+
+// continuation is the call that continues a stream broken after its text
+// reached the caller: the rest of the chain after the target that broke,
+// those that accept a prefill, with the text sent as the assistant's
+// prefill (after the caller's own, when its last turn was one), and what
+// is left of the attempt budget and of the deadline. False when there is
+// none.
+func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result) (retry.Call, bool) {
+	i := slices.Index(prev.Chain, cs.target)
+	if i < 0 {
+		return retry.Call{}, false
+	}
+	var chain []stream.Target
+	for _, t := range prev.Chain[i+1:] {
+		if acceptsPrefill(t) {
+			chain = append(chain, t)
+		}
+	}
+	left := prev.Policy.MaxAttempts - len(res.Attempts)
+	leftTime := prev.Policy.Deadline - res.Ended.Sub(res.Started)
+	if len(chain) == 0 || left < 1 || leftTime <= 0 || len(cs.sent) == 0 {
+		return retry.Call{}, false
+	}
+	msgs := slices.Clone(in.messages)
+	prefill := string(cs.sent)
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
+		prefill = msgs[n-1].Content + prefill
+		msgs = msgs[:n-1]
+	}
+	trimmed := strings.TrimRight(prefill, " \t\r\n")
+	cs.trim = len(prefill) - len(trimmed)
+	if trimmed == "" {
+		return retry.Call{}, false
+	}
+	msgs = append(msgs, stream.Message{Role: "assistant", Content: trimmed})
+	next := prev
+	next.ID = newID()
+	next.Chain = chain
+	next.Messages = msgs
+	next.Policy.MaxAttempts = left
+	next.Policy.Deadline = leftTime
+	return next, true
 }
 
 // commit makes the call's record durable before its answer completes.

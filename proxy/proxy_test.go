@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -467,8 +468,16 @@ func TestModels(t *testing.T) {
 			t.Errorf("entry %v", d)
 		}
 	}
-	if strings.Join(ids, " ") != "fast openai/gpt-5.4-mini anthropic/claude-haiku-5-5 groq/llama-4" || m["object"] != "list" {
+	// The aliases, the config's targets, then every keyed provider's
+	// default model (gemini has no key here).
+	if !strings.HasPrefix(strings.Join(ids, " "), "fast openai/gpt-5.4-mini anthropic/claude-haiku-5-5 groq/llama-4 ") || m["object"] != "list" {
 		t.Errorf("models %v", m)
+	}
+	for _, p := range stream.Providers() {
+		want := p.Name != "gemini" && p.DefaultModel != ""
+		if got := slices.Contains(ids, p.Name+"/"+p.DefaultModel); got != want {
+			t.Errorf("%s/%s listed %v, want %v: %v", p.Name, p.DefaultModel, got, want, ids)
+		}
 	}
 	m = get("/v1/models", true).json(t)
 	if dig(m, "data", 0, "type") != "model" || dig(m, "first_id") != "fast" || dig(m, "has_more") != false {

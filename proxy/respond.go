@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -165,13 +166,6 @@ func (o *sseOut) signal() {
 	}
 }
 
-// start appends the stream's opening events (sent with the first text).
-func (o *sseOut) start(out writer, model string) {
-	o.mu.Lock()
-	*o.buf = out.start(*o.buf, model)
-	o.mu.Unlock()
-}
-
 // text appends a delta and has it flushed.
 func (o *sseOut) text(out writer, s string) {
 	o.mu.Lock()
@@ -218,6 +212,7 @@ type openAIWriter struct {
 	id           string
 	created      int64
 	includeUsage bool
+	chunkHead    []byte // a chunk up to its choices
 	textHead     []byte // a text chunk up to its content
 }
 
@@ -241,18 +236,23 @@ func (o *openAIWriter) message(w http.ResponseWriter, res retry.Result, model st
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (o *openAIWriter) chunk(model string, delta map[string]any, finish any) map[string]any {
-	return map[string]any{
-		"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model,
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+// head is a chunk's envelope up to its choices, encoded once per stream:
+// every chunk of the stream differs only after it.
+func (o *openAIWriter) head(model string) []byte {
+	if o.chunkHead == nil {
+		b := append([]byte(`data: {"id":`), appendJSONString(nil, o.id)...)
+		b = append(b, `,"object":"chat.completion.chunk","created":`...)
+		b = strconv.AppendInt(b, o.created, 10)
+		b = append(b, `,"model":`...)
+		o.chunkHead = append(appendJSONString(b, model), ',')
 	}
+	return o.chunkHead
 }
 
 func (o *openAIWriter) start(b []byte, model string) []byte {
-	b = appendEvent(b, "", o.chunk(model, map[string]any{"role": "assistant", "content": ""}, nil))
-	// Text chunks differ only in their content: encode the rest once.
-	head, _ := json.Marshal(map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model})
-	o.textHead = append(append([]byte("data: "), head[:len(head)-1]...), `,"choices":[{"index":0,"delta":{"content":`...)
+	b = append(b, o.head(model)...)
+	b = append(b, `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	o.textHead = append(append([]byte(nil), o.head(model)...), `"choices":[{"index":0,"delta":{"content":`...)
 	return b
 }
 
@@ -270,14 +270,22 @@ func appendText(b, head []byte, s, tail string) []byte {
 }
 
 func (o *openAIWriter) end(b []byte, res retry.Result, model string) []byte {
-	b = appendEvent(b, "", o.chunk(model, map[string]any{}, openAIFinish(res.FinishReason)))
+	b = append(b, o.head(model)...)
+	b = append(b, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, openAIFinish(res.FinishReason))
+	b = append(b, "}]}\n\n"...)
 	if o.includeUsage {
-		b = appendEvent(b, "", map[string]any{
-			"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": model,
-			"choices": []any{}, "usage": openAIUsage(res.Usage),
-		})
+		u := usageOrZero(res.Usage)
+		b = append(b, o.head(model)...)
+		b = append(b, `"choices":[],"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.InputTokens), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.InputTokens+u.OutputTokens), 10)
+		b = append(b, "}}\n\n"...)
 	}
-	return appendEvent(b, "", "[DONE]")
+	return append(b, "data: [DONE]\n\n"...)
 }
 
 func (o *openAIWriter) fail(b []byte, e *apiError) []byte {
@@ -301,6 +309,9 @@ func startSSE(w http.ResponseWriter) {
 type anthropicWriter struct {
 	id        string
 	requestID string
+	// inputTokens goes in message_start: the real count when it is known
+	// before the stream is written (a buffered answer), else 0.
+	inputTokens int
 }
 
 func newAnthropicWriter(id string) *anthropicWriter {
@@ -321,13 +332,14 @@ func (a *anthropicWriter) message(w http.ResponseWriter, res retry.Result, model
 }
 
 func (a *anthropicWriter) start(b []byte, model string) []byte {
-	b = appendEvent(b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": a.id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
-	}})
-	return appendEvent(b, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-		"content_block": map[string]any{"type": "text", "text": ""}})
+	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
+	b = appendJSONString(b, a.id)
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, model)
+	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.inputTokens), 10)
+	b = append(b, `,"output_tokens":0}}}`+"\n\n"...)
+	return append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"...)
 }
 
 var anthropicTextHead = []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":")
@@ -338,11 +350,15 @@ func (a *anthropicWriter) text(b []byte, s string) []byte {
 
 func (a *anthropicWriter) end(b []byte, res retry.Result, _ string) []byte {
 	u := usageOrZero(res.Usage)
-	b = appendEvent(b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	b = appendEvent(b, "message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": anthropicStop(res.FinishReason), "stop_sequence": nil},
-		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}})
-	return appendEvent(b, "message_stop", map[string]any{"type": "message_stop"})
+	b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"...)
+	b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
+	b = appendJSONString(b, anthropicStop(res.FinishReason))
+	b = append(b, `,"stop_sequence":null},"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+	b = append(b, "}}\n\n"...)
+	return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
 func (a *anthropicWriter) fail(b []byte, e *apiError) []byte {

@@ -233,3 +233,16 @@ func TestInferProvider(t *testing.T) {
 		}
 	}
 }
+
+func TestParseConfigBufferedAndReplay(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"aliases":{"w":{"chain":["openai/gpt-5.4-mini"],"buffered":true},"l":["openai/gpt-5.4"]},"replay_window":"3s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Aliases["w"].Buffered || c.Aliases["l"].Buffered || c.ReplayWindow == nil || *c.ReplayWindow != 3*time.Second {
+		t.Errorf("config %+v", c)
+	}
+	if c, err = ParseConfig([]byte(`{}`)); err != nil || c.ReplayWindow != nil {
+		t.Errorf("empty config: %+v %v", c, err)
+	}
+}
