@@ -81,27 +81,36 @@ var scenarios = map[string]map[string]want{
 		"anthropic": header("requests/minute", 50, "input_tokens/minute", 30000, "output_tokens/minute", 8000),
 		"groq":      header("requests/day", 14400, "tokens/minute", 12000),
 		"gemini":    {est: 10, per: "minute", exact: true},
-		"mistral":   {est: 60, per: "minute"},
-		"xai":       {est: 60, per: "minute"},
-		"deepseek":  {},
+		// The Interactions API's 429 names no limit: the count before it, a lower bound.
+		"gemini:interactions": {est: 10, per: "minute"},
+		"mistral":             {est: 60, per: "minute"},
+		"xai":                 {est: 60, per: "minute"},
+		"deepseek":            {},
+		"bedrock":             {est: 250, per: "minute"},
 	},
 	"busy": {
 		"openai":    header("requests/minute", 20, "tokens/minute", 40000),
 		"anthropic": header("requests/minute", 10, "input_tokens/minute", 10000, "output_tokens/minute", 4000),
 		"groq":      header("requests/day", 14400, "tokens/minute", 6000),
 		"gemini":    {est: 5, per: "minute", exact: true},
-		"mistral":   {est: 12, per: "minute"},
-		"xai":       {est: 12, per: "minute"},
-		"deepseek":  {},
+		// The Interactions API's 429 names no limit: the count before it, a lower bound.
+		"gemini:interactions": {est: 5, per: "minute"},
+		"mistral":             {est: 12, per: "minute"},
+		"xai":                 {est: 12, per: "minute"},
+		"deepseek":            {},
+		"bedrock":             {est: 50, per: "minute"},
 	},
 	"daily-quota": {
 		"openai":    header("requests/minute", 500, "tokens/minute", 200000),
 		"anthropic": header("requests/minute", 50, "input_tokens/minute", 30000, "output_tokens/minute", 8000),
 		"groq":      header("requests/day", 3, "tokens/minute", 12000),
 		"gemini":    {est: 3, per: "day", exact: true},
-		"mistral":   {est: 60, per: "minute"},
-		"xai":       {est: 60, per: "minute"},
-		"deepseek":  {},
+		// The Interactions API's 429 names no limit: the count before it, a lower bound.
+		"gemini:interactions": {est: 3, per: "day"},
+		"mistral":             {est: 60, per: "minute"},
+		"xai":                 {est: 60, per: "minute"},
+		"deepseek":            {},
+		"bedrock":             {est: 250, per: "minute"},
 	},
 }
 
@@ -112,7 +121,10 @@ func TestProbeFindsScenarioLimits(t *testing.T) {
 	const budget = DefaultBudget
 	for sc, provs := range scenarios {
 		for _, p := range stream.Providers() {
-			w, ok := provs[p.AccountName()]
+			w, ok := provs[p.Name]
+			if !ok {
+				w, ok = provs[p.AccountName()]
+			}
 			if !ok {
 				t.Fatalf("no expectation for %s", p.Name)
 			}
