@@ -117,19 +117,13 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 	if m == nil {
 		return step{}
 	}
-	if raw, ok := m["error"]; ok && !isNull(raw) {
-		return errorStep(data)
-	}
-	s := step{recognize: true}
-	if v := jsonString(m["modelVersion"]); v != "" && d.model == "" {
-		d.model = v
-	}
+	h := chunkHead{err: m["error"], model: jsonString(m["modelVersion"])}
 	if u := obj(string(m["usageMetadata"])); u != nil {
-		in, okIn := jsonInt(u["promptTokenCount"])
-		out, okOut := jsonInt(u["candidatesTokenCount"])
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = rawNumber(u["promptTokenCount"]), rawNumber(u["candidatesTokenCount"])
+	}
+	s, stop := d.open(h, data)
+	if stop {
+		return s
 	}
 	cands := jsonArray(m["candidates"])
 	for i, c := range cands {
@@ -219,7 +213,7 @@ func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
 	}
 	type plain geminiFastPart // without this method
 	var q plain
-	if err := json.Unmarshal(b, &q); err != nil {
+	if err := fastUnmarshal(b, &q); err != nil {
 		return err
 	}
 	*p = geminiFastPart(q)
@@ -248,30 +242,21 @@ var errNotObject = errors.New("not an object")
 
 // fast decodes a trimmed chunk; ok is false when the map path must decide.
 func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
-	if !strings.HasPrefix(trimmed, "{") {
-		return step{}, false
-	}
 	var c geminiFast
 	var into any = &c
 	if d.model != "" {
 		into = &c.geminiFastBody
 	}
-	if json.Unmarshal(bytesOf(trimmed), into) != nil {
+	if !fastChunk(trimmed, into) {
 		return step{}, false
 	}
-	if c.Error != nil && !isNull(c.Error) {
-		return errorStep(data), true
-	}
-	s := step{recognize: true}
-	if v := fastString(c.ModelVersion); v != "" && d.model == "" {
-		d.model = v
-	}
+	h := chunkHead{err: c.Error, model: fastString(c.ModelVersion)}
 	if u := c.UsageMetadata; u != nil {
-		in, okIn := fastInt(u.PromptTokenCount)
-		out, okOut := fastInt(u.CandidatesTokenCount)
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = u.PromptTokenCount, u.CandidatesTokenCount
+	}
+	s, stop := d.open(h, data)
+	if stop {
+		return s, true
 	}
 	i := 0 // counts objects only, as the map path's jsonArray does
 	for _, cd := range c.Candidates {
