@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -168,11 +167,8 @@ func (d *anthropicDecoder) fast(typ, data string) (step, bool) {
 	if typ != "" && typ != "content_block_delta" {
 		return step{}, false
 	}
-	if !strings.HasPrefix(strings.TrimLeft(data, " \t\r\n"), "{") {
-		return step{}, false
-	}
 	var e anthropicFast
-	if json.Unmarshal(bytesOf(data), &e) != nil {
+	if !fastChunk(strings.TrimLeft(data, " \t\r\n"), &e) {
 		return step{}, false
 	}
 	if typ == "" && e.Type.text(jsonString) != "content_block_delta" {

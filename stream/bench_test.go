@@ -73,6 +73,18 @@ func longStream(d Dialect) ([]byte, int) {
 			ev("", `{"candidates":[{"content":{"parts":[{"text":`+q(benchWords[i%len(benchWords)])+tail)
 		}
 		ev("", `{"candidates":[{"content":{"parts":[{"text":"."}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5000,"totalTokenCount":5007},"modelVersion":"gemini-2.5-flash","responseId":"pdSfaOurIPqAm9IPucqbqA4"}`)
+	case DialectResponses:
+		const resp = `{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","created_at":1741290958,"status":"%s","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"gpt-5.4-mini-2026-03-17","output":[],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`
+		const item = `"item_id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","output_index":0,"content_index":0`
+		ev("response.created", `{"type":"response.created","sequence_number":0,"response":`+fmt.Sprintf(resp, "in_progress", "null")+`}`)
+		ev("response.in_progress", `{"type":"response.in_progress","sequence_number":1,"response":`+fmt.Sprintf(resp, "in_progress", "null")+`}`)
+		ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","type":"message","status":"in_progress","role":"assistant","content":[]}}`)
+		ev("response.content_part.added", `{"type":"response.content_part.added","sequence_number":3,`+item+`,"part":{"type":"output_text","text":"","annotations":[]}}`)
+		for i := 0; i < benchDeltas; i++ {
+			ev("response.output_text.delta", fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":%d,%s,"delta":%s,"logprobs":[]}`, i+4, item, q(benchWords[i%len(benchWords)])))
+		}
+		ev("response.output_text.done", `{"type":"response.output_text.done","sequence_number":5004,`+item+`,"text":"...","logprobs":[]}`)
+		ev("response.completed", `{"type":"response.completed","sequence_number":5005,"response":`+fmt.Sprintf(resp, "completed", `{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":5000,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5012}`)+`}`)
 	}
 	return b.Bytes(), events
 }
@@ -98,32 +110,42 @@ var benchDialects = []struct {
 	{"openai", "gpt-5.4-mini", DialectOpenAI},
 	{"anthropic", "claude-haiku-4-5", DialectAnthropic},
 	{"gemini", "gemini-2.5-flash", DialectGemini},
+	{"openai:responses", "gpt-5.4-mini", DialectResponses},
 }
 
-// minimal is the baseline's struct: just the text of each dialect's chunk.
-type minimal struct {
-	Type    string `json:"type"`
-	Choices []struct {
+// The baseline's structs: just the text of each dialect's chunk, as a
+// minimal client would read it.
+type (
+	minimalOpenAI struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	minimalAnthropic struct {
 		Delta struct {
-			Content string `json:"content"`
+			Text string `json:"text"`
 		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Delta struct {
-		Text string `json:"text"`
-	} `json:"delta"`
-	Candidates []struct {
-		Content struct {
-			Parts []struct {
-				Text string `json:"text"`
-			} `json:"parts"`
-		} `json:"content"`
-	} `json:"candidates"`
-}
+	}
+	minimalGemini struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text string `json:"text"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	minimalResponses struct {
+		Type  string `json:"type"`
+		Delta string `json:"delta"`
+	}
+)
 
 // scanJSON is the minimal loop: lines, data prefixes, one json.Unmarshal
-// each, the text joined.
-func scanJSON(r io.Reader) (int, error) {
+// each into dialect d's struct, the text joined.
+func scanJSON(r io.Reader, d Dialect) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	n := 0
@@ -137,18 +159,35 @@ func scanJSON(r io.Reader) (int, error) {
 		if bytes.Equal(data, []byte("[DONE]")) {
 			break
 		}
-		var m minimal
-		if err := json.Unmarshal(data, &m); err != nil {
-			return n, err
-		}
-		for _, c := range m.Choices {
-			text.WriteString(c.Delta.Content)
-		}
-		text.WriteString(m.Delta.Text)
-		for _, c := range m.Candidates {
-			for _, p := range c.Content.Parts {
-				text.WriteString(p.Text)
+		var err error
+		switch d {
+		case DialectOpenAI:
+			var m minimalOpenAI
+			err = json.Unmarshal(data, &m)
+			for _, c := range m.Choices {
+				text.WriteString(c.Delta.Content)
 			}
+		case DialectAnthropic:
+			var m minimalAnthropic
+			err = json.Unmarshal(data, &m)
+			text.WriteString(m.Delta.Text)
+		case DialectGemini:
+			var m minimalGemini
+			err = json.Unmarshal(data, &m)
+			for _, c := range m.Candidates {
+				for _, p := range c.Content.Parts {
+					text.WriteString(p.Text)
+				}
+			}
+		case DialectResponses:
+			var m minimalResponses
+			err = json.Unmarshal(data, &m)
+			if m.Type == "response.output_text.delta" {
+				text.WriteString(m.Delta)
+			}
+		}
+		if err != nil {
+			return n, err
 		}
 		n++
 	}
@@ -181,7 +220,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if n, err := scanJSON(bytes.NewReader(body)); err != nil || n < benchDeltas {
+				if n, err := scanJSON(bytes.NewReader(body), d.dialect); err != nil || n < benchDeltas {
 					b.Fatalf("err %v, %d events", err, n)
 				}
 			}
@@ -251,7 +290,7 @@ func BenchmarkDecodeRatio(b *testing.B) {
 			}
 			minimal := func() time.Duration {
 				t0 := time.Now()
-				if n, err := scanJSON(bytes.NewReader(body)); err != nil || n < benchDeltas {
+				if n, err := scanJSON(bytes.NewReader(body), d.dialect); err != nil || n < benchDeltas {
 					b.Fatalf("err %v, %d events", err, n)
 				}
 				return time.Since(t0)

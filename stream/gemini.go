@@ -117,22 +117,16 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 	if m == nil {
 		return step{}
 	}
-	if raw, ok := m["error"]; ok && !isNull(raw) {
-		return errorStep(data)
-	}
-	s := step{recognize: true}
-	if v := jsonString(m["modelVersion"]); v != "" && d.model == "" {
-		d.model = v
-	}
+	h := chunkHead{err: m["error"], model: jsonString(m["modelVersion"])}
 	if u := obj(string(m["usageMetadata"])); u != nil {
-		in, okIn := jsonInt(u["promptTokenCount"])
-		out, okOut := jsonInt(u["candidatesTokenCount"])
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = rawNumber(u["promptTokenCount"]), rawNumber(u["candidatesTokenCount"])
 		if r, ok := jsonInt(u["thoughtsTokenCount"]); ok { // issue 17: reasoning tokens
 			d.reasoning = r
 		}
+	}
+	s, stop := d.open(h, data)
+	if stop {
+		return s
 	}
 	cands := jsonArray(m["candidates"])
 	for i, c := range cands {
@@ -223,7 +217,7 @@ func (p *geminiFastPart) UnmarshalJSON(b []byte) error {
 	}
 	type plain geminiFastPart // without this method
 	var q plain
-	if err := json.Unmarshal(b, &q); err != nil {
+	if err := fastUnmarshal(b, &q); err != nil {
 		return err
 	}
 	*p = geminiFastPart(q)
@@ -252,33 +246,24 @@ var errNotObject = errors.New("not an object")
 
 // fast decodes a trimmed chunk; ok is false when the map path must decide.
 func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
-	if !strings.HasPrefix(trimmed, "{") {
-		return step{}, false
-	}
 	var c geminiFast
 	var into any = &c
 	if d.model != "" {
 		into = &c.geminiFastBody
 	}
-	if json.Unmarshal(bytesOf(trimmed), into) != nil {
+	if !fastChunk(trimmed, into) {
 		return step{}, false
 	}
-	if c.Error != nil && !isNull(c.Error) {
-		return errorStep(data), true
-	}
-	s := step{recognize: true}
-	if v := fastString(c.ModelVersion); v != "" && d.model == "" {
-		d.model = v
-	}
+	h := chunkHead{err: c.Error, model: fastString(c.ModelVersion)}
 	if u := c.UsageMetadata; u != nil {
-		in, okIn := fastInt(u.PromptTokenCount)
-		out, okOut := fastInt(u.CandidatesTokenCount)
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = u.PromptTokenCount, u.CandidatesTokenCount
 		if r, ok := fastInt(u.ThoughtsTokenCount); ok { // issue 17: reasoning tokens
 			d.reasoning = r
 		}
+	}
+	s, stop := d.open(h, data)
+	if stop {
+		return s, true
 	}
 	i := 0 // counts objects only, as the map path's jsonArray does
 	for _, cd := range c.Candidates {
@@ -327,13 +312,19 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 // non-"data: " lines by brace balance, go-genai reads any non-data block as
 // {"error": ...}. Each line of such a block is prefixed "data: " and the
 // block is closed with a blank line once its braces balance, so go-sse then
-// sees an ordinary event. It works byte by byte and buffers nothing, so the
-// event size limit stays go-sse's.
+// sees an ordinary event. It buffers nothing beyond one read, so the event
+// size limit stays go-sse's.
+//
+// Outside a block (the whole of an ordinary stream) it reads straight into
+// the caller's buffer and only looks for a line that starts with '{' (two
+// vectorised searches per read); from such a line on, the bytes go through
+// feed, the state machine, until the block is closed.
 type geminiBareReader struct {
-	r   io.Reader
-	in  []byte
-	out []byte
-	err error
+	r       io.Reader
+	in      []byte // feed's read buffer
+	pending []byte // bytes read but not yet fed (from a block's start on)
+	out     []byte
+	err     error
 
 	lineStart bool // the next byte starts a line
 	afterCR   bool // the previous byte was a '\r' (a following '\n' belongs to it)
@@ -353,41 +344,88 @@ func newGeminiBareReader(r io.Reader) *geminiBareReader {
 
 func (g *geminiBareReader) Read(p []byte) (int, error) {
 	for len(g.out) == 0 {
-		if g.err != nil {
-			return 0, g.err
-		}
-		n, err := g.r.Read(g.in)
-		g.out = g.out[:0]
-		buf := g.in[:n]
-		for i := 0; i < len(buf); {
-			if !g.inBlock && !g.lineStart && !g.afterCR {
-				// Mid-line outside a block: up to the line's end the
-				// bytes pass unchanged, as feed would pass them one by one.
-				j := bytes.IndexAny(buf[i:], "\r\n")
-				if j < 0 {
-					j = len(buf) - i
-				}
-				if j > 0 {
-					g.out = append(g.out, buf[i:i+j]...)
-					g.swallowLF = false
-					i += j
-					continue
-				}
+		if len(g.pending) == 0 {
+			if g.err != nil {
+				return 0, g.err
 			}
-			g.feed(buf[i])
-			i++
-		}
-		if err != nil {
-			if g.inBlock && g.closing {
-				g.out = append(g.out, '\n', '\n')
-				g.inBlock = false
+			if !g.inBlock && !g.swallowLF && len(p) > 0 {
+				// Between blocks: the bytes pass unchanged up to a line
+				// that starts one.
+				n, err := g.r.Read(p)
+				g.err = err
+				k := g.blockStart(p[:n])
+				g.passed(p[:k])
+				g.pending = append(g.pending[:0], p[k:n]...)
+				if k > 0 {
+					return k, nil // g.err, if any, comes with the next Read
+				}
+				continue
 			}
+			n, err := g.r.Read(g.in)
 			g.err = err
+			g.pending = g.in[:n]
+		}
+		g.feedAll(g.pending)
+		g.pending = g.pending[:0]
+		if g.err != nil && g.inBlock && g.closing {
+			g.out = append(g.out, '\n', '\n')
+			g.inBlock = false
 		}
 	}
 	n := copy(p, g.out)
 	g.out = g.out[n:]
 	return n, nil
+}
+
+// blockStart returns the index of the first '{' in b that starts a line
+// (len(b) when none does): where a bare block begins.
+func (g *geminiBareReader) blockStart(b []byte) int {
+	if len(b) > 0 && g.lineStart && b[0] == '{' {
+		return 0
+	}
+	k := len(b)
+	if i := bytes.Index(b, []byte("\n{")); i >= 0 {
+		k = i + 1
+	}
+	if i := bytes.Index(b[:k], []byte("\r{")); i >= 0 {
+		k = i + 1
+	}
+	return k
+}
+
+// passed notes the state after bytes passed unchanged outside a block (as
+// feed would leave it: only the last byte matters).
+func (g *geminiBareReader) passed(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	last := b[len(b)-1]
+	g.lineStart = last == '\n' || last == '\r'
+	g.afterCR = last == '\r'
+}
+
+// feedAll runs buf through feed, passing the middle of lines outside a
+// block unchanged in one copy.
+func (g *geminiBareReader) feedAll(buf []byte) {
+	g.out = g.out[:0]
+	for i := 0; i < len(buf); {
+		if !g.inBlock && !g.lineStart && !g.afterCR {
+			// Mid-line outside a block: up to the line's end the
+			// bytes pass unchanged, as feed would pass them one by one.
+			j := bytes.IndexAny(buf[i:], "\r\n")
+			if j < 0 {
+				j = len(buf) - i
+			}
+			if j > 0 {
+				g.out = append(g.out, buf[i:i+j]...)
+				g.swallowLF = false
+				i += j
+				continue
+			}
+		}
+		g.feed(buf[i])
+		i++
+	}
 }
 
 func (g *geminiBareReader) feed(c byte) {

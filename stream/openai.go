@@ -104,33 +104,24 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 	if m == nil {
 		return step{}
 	}
-	if raw, ok := m["error"]; ok && !isNull(raw) {
-		return errorStep(trimmed)
-	}
-	var s step
-	s.recognize = true
-	if d.model == "" {
-		d.model = jsonString(m["model"])
-	}
+	h := chunkHead{err: m["error"], model: jsonString(m["model"])}
 	u := obj(string(m["usage"]))
-	if xg := obj(string(m["x_groq"])); xg != nil {
-		// Groq's own envelope: an id and, on the last chunk, usage.
-		if u == nil {
-			u = obj(string(xg["usage"]))
-		}
-		if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
-			d.requestID = id
-		}
+	xg := obj(string(m["x_groq"]))
+	if u == nil && xg != nil {
+		u = obj(string(xg["usage"])) // Groq's own envelope: on the last chunk, usage
 	}
 	if u != nil {
-		in, okIn := jsonInt(u["prompt_tokens"])
-		out, okOut := jsonInt(u["completion_tokens"])
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = rawNumber(u["prompt_tokens"]), rawNumber(u["completion_tokens"])
 		if r, ok := jsonInt(field(u, "completion_tokens_details", "reasoning_tokens")); ok {
 			d.reasoning = r
 		}
+	}
+	s, stop := d.open(h, trimmed)
+	if stop {
+		return s
+	}
+	if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
+		d.requestID = id // and Groq's request id
 	}
 	for _, c := range jsonArray(m["choices"]) {
 		if idx, ok := jsonInt(c["index"]); ok && idx != 0 {
@@ -215,45 +206,33 @@ type openaiFastDelta struct {
 // fast decodes trimmed (the data, already past [DONE] and error events);
 // ok is false when the map path must decide.
 func (d *openaiDecoder) fast(trimmed string) (step, bool) {
-	if !strings.HasPrefix(trimmed, "{") {
-		return step{}, false
-	}
 	var c openaiFast
-	if json.Unmarshal(bytesOf(trimmed), &c) != nil {
+	if !fastChunk(trimmed, &c) {
 		return step{}, false
 	}
-	if c.Error != nil && !isNull(c.Error) {
-		return errorStep(trimmed), true
-	}
-	s := step{recognize: true}
-	if d.model == "" {
-		d.model = fastString(c.Model)
-	}
+	h := chunkHead{err: c.Error, model: fastString(c.Model)}
 	if c.Usage != nil {
-		in, okIn := fastInt(c.Usage.PromptTokens)
-		out, okOut := fastInt(c.Usage.CompletionTokens)
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		h.in, h.out = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		if det := c.Usage.CompletionTokensDetails; det != nil {
 			if r, ok := fastInt(det.ReasoningTokens); ok {
 				d.reasoning = r
 			}
 		}
 	}
+	var xg map[string]json.RawMessage
 	if c.XGroq != nil {
-		if xg := obj(string(c.XGroq)); xg != nil {
-			if u := obj(string(xg["usage"])); c.Usage == nil && u != nil {
-				in, okIn := jsonInt(u["prompt_tokens"])
-				out, okOut := jsonInt(u["completion_tokens"])
-				if okIn || okOut {
-					d.usage = &Usage{InputTokens: in, OutputTokens: out}
-				}
-			}
-			if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
-				d.requestID = id
+		if xg = obj(string(c.XGroq)); xg != nil && c.Usage == nil {
+			if u := obj(string(xg["usage"])); u != nil {
+				h.in, h.out = rawNumber(u["prompt_tokens"]), rawNumber(u["completion_tokens"])
 			}
 		}
+	}
+	s, stop := d.open(h, trimmed)
+	if stop {
+		return s, true
+	}
+	if id := jsonString(xg["id"]); id != "" && d.requestID == "" {
+		d.requestID = id
 	}
 	for _, ch := range c.Choices {
 		if ch == nil { // the map path skips what is not an object

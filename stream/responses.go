@@ -80,7 +80,7 @@ func responsesRequest(u *url.URL, _ *ProviderInfo, req Request, maxTokens int, k
 }
 
 // responsesEvent is the part of a Responses stream event the decoder reads
-// (one json.Unmarshal per event).
+// (one fastUnmarshal per event).
 type responsesEvent struct {
 	Type     *string          `json:"type"`
 	Delta    fastText         `json:"delta"`
@@ -120,12 +120,14 @@ func (d *responsesDecoder) handle(typ, data string) step {
 	if typ == "error" {
 		return errorStep(trimmed)
 	}
-	if !strings.HasPrefix(trimmed, "{") {
-		return step{}
-	}
 	var ev responsesEvent
-	if json.Unmarshal([]byte(trimmed), &ev) != nil {
-		return step{}
+	if !fastChunk(trimmed, &ev) {
+		// What the JSON v2 decoder refuses and encoding/json reads
+		// (invalid UTF-8, a duplicate key) is read as encoding/json reads it.
+		ev = responsesEvent{}
+		if !strings.HasPrefix(trimmed, "{") || json.Unmarshal(bytesOf(trimmed), &ev) != nil {
+			return step{}
+		}
 	}
 	if typ == "" {
 		typ = fastString(ev.Type)
@@ -173,11 +175,7 @@ func (d *responsesDecoder) readResponse(r *responsesObject) {
 		d.model = m
 	}
 	if u := r.Usage; u != nil {
-		in, okIn := fastInt(u.InputTokens)
-		out, okOut := fastInt(u.OutputTokens)
-		if okIn || okOut {
-			d.usage = &Usage{InputTokens: in, OutputTokens: out}
-		}
+		d.noteUsage(u.InputTokens, u.OutputTokens)
 		if det := u.OutputTokensDetails; det != nil {
 			if r, ok := fastInt(det.ReasoningTokens); ok {
 				d.reasoning = r
