@@ -83,6 +83,9 @@ type Options struct {
 	// BodyTimeout bounds reading one request body (0: DefaultBodyTimeout);
 	// past it: 408 and the connection is closed.
 	BodyTimeout time.Duration
+	// Metrics, when set, serves GET /metrics (Prometheus), behind the token
+	// like every other endpoint.
+	Metrics http.Handler
 }
 
 // Handler is the proxy, an http.Handler.
@@ -136,6 +139,9 @@ func New(o Options) (*Handler, error) {
 	for _, p := range []string{"/v1/models", "/models"} {
 		mux.HandleFunc(p, h.models)
 		mux.HandleFunc(p+"/{id...}", h.models)
+	}
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuseAndClose(w, r, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
