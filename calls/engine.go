@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/internal/sanitize"
+	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 	"github.com/limitscope/limitscope/telemetry"
 )
