@@ -254,7 +254,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *s
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(ProviderName(a.Target.Provider)),
 		semconv.GenAIRequestModel(a.Target.Model),
-		KeyAttempt.Int(a.N), KeyTarget.String(a.Target.String()), KeyProvider.String(a.Target.Provider),
+		KeyAttempt.Int(a.N), KeyProvider.String(a.Target.Provider),
 		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)),
 	}
 	ok := a.Class == stream.ClassOK
@@ -365,6 +365,32 @@ func contentAttrs(c retry.Call, res *retry.Result) []attribute.KeyValue {
 	return out
 }
 
+// maxSets bounds the attribute sets kept for reuse (the cardinality of
+// providers, models, classes and windows seen).
+const maxSets = 4096
+
+// attrs is the measurement option of the attribute set kvs (all string
+// valued), built once and reused: sorting a set for every measurement is
+// most of recording's cost. Only the worker calls it.
+func (t *Telemetry) attrs(kvs ...attribute.KeyValue) metric.MeasurementOption {
+	var b strings.Builder
+	for _, kv := range kvs {
+		b.WriteString(string(kv.Key))
+		b.WriteByte(0)
+		b.WriteString(kv.Value.AsString())
+		b.WriteByte(0)
+	}
+	k := b.String()
+	if o, ok := t.sets[k]; ok {
+		return o
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	if len(t.sets) < maxSets {
+		t.sets[k] = o
+	}
+	return o
+}
+
 // record adds one ended call to the metrics.
 func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 	in := t.inst
@@ -373,22 +399,24 @@ func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 		a := &res.Attempts[i]
 		prov := semconv.GenAIProviderNameKey.String(ProviderName(a.Target.Provider))
 		model := semconv.GenAIRequestModel(a.Target.Model)
-		attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, prov, model}
+		var opt metric.MeasurementOption
 		if a.Class != stream.ClassOK {
-			attrs = append(attrs, semconv.ErrorTypeKey.String(string(a.Class)))
+			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.ErrorTypeKey.String(string(a.Class)))
 		} else if res.ServedBy != nil && res.ServedBy.Provider == a.Target.Provider {
-			attrs = append(attrs, semconv.GenAIResponseModel(res.ServedBy.Model))
+			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAIResponseModel(res.ServedBy.Model))
+		} else {
+			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model)
 		}
-		in.opDuration.Record(ctx, a.Duration.Seconds(), metric.WithAttributes(attrs...))
+		in.opDuration.Record(ctx, a.Duration.Seconds(), opt)
 		if a.Waited > 0 {
 			src := string(a.DelaySource)
 			if src == "" {
 				src = "none"
 			}
-			in.waits.Record(ctx, a.Waited.Seconds(), metric.WithAttributes(prov, KeyDelaySource.String(src)))
+			in.waits.Record(ctx, a.Waited.Seconds(), t.attrs(prov, KeyDelaySource.String(src)))
 		}
 		if a.Paced > 0 {
-			in.waits.Record(ctx, a.Paced.Seconds(), metric.WithAttributes(prov, KeyDelaySource.String("pacing")))
+			in.waits.Record(ctx, a.Paced.Seconds(), t.attrs(prov, KeyDelaySource.String("pacing")))
 		}
 		if l := a.Limits; !l.Empty() {
 			for _, w := range []struct {
@@ -398,7 +426,7 @@ func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 				if w.w == nil {
 					continue
 				}
-				wa := metric.WithAttributes(prov, model, KeyProvider.String(a.Target.Provider), KeyWindow.String(w.name))
+				wa := t.attrs(prov, model, KeyProvider.String(a.Target.Provider), KeyWindow.String(w.name))
 				if w.w.HasRemaining {
 					in.remaining.Record(ctx, w.w.Remaining, wa)
 				}
@@ -408,14 +436,15 @@ func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 			}
 		}
 	}
-	in.attempts.Record(ctx, int64(len(res.Attempts)), metric.WithAttributes(outcome))
+	oo := t.attrs(outcome)
+	in.attempts.Record(ctx, int64(len(res.Attempts)), oo)
 	if !res.Ended.IsZero() {
-		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), metric.WithAttributes(outcome))
+		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), oo)
 	}
 	if res.Usage != nil && res.ServedBy != nil {
-		base := []attribute.KeyValue{semconv.GenAIOperationNameChat,
-			semconv.GenAIProviderNameKey.String(ProviderName(res.ServedBy.Provider)), semconv.GenAIResponseModel(res.ServedBy.Model)}
-		in.tokens.Record(ctx, int64(res.Usage.InputTokens), metric.WithAttributes(append(base, semconv.GenAITokenTypeInput)...))
-		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), metric.WithAttributes(append(base, semconv.GenAITokenTypeOutput)...))
+		prov := semconv.GenAIProviderNameKey.String(ProviderName(res.ServedBy.Provider))
+		model := semconv.GenAIResponseModel(res.ServedBy.Model)
+		in.tokens.Record(ctx, int64(res.Usage.InputTokens), t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAITokenTypeInput))
+		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAITokenTypeOutput))
 	}
 }

@@ -119,7 +119,13 @@ const otlpToken = "otlp-header-canary-7f3a9c"
 // gauges.
 func startSim(t testing.TB) (*sim.Running, *stream.Router) {
 	t.Helper()
-	r, err := sim.Start(context.Background(), "127.0.0.1:0", sim.Options{Scenario: "calm", Seed: 7, TokensPerSecond: 1e6})
+	return startSimClock(t, nil)
+}
+
+// startSimClock is startSim on the simulator's clock c (nil: the wall's).
+func startSimClock(t testing.TB, c sim.Clock) (*sim.Running, *stream.Router) {
+	t.Helper()
+	r, err := sim.Start(context.Background(), "127.0.0.1:0", sim.Options{Scenario: "calm", Seed: 7, TokensPerSecond: 1e6, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -95,6 +96,7 @@ type Telemetry struct {
 	content bool
 	prom    http.Handler
 	stderr  io.Writer
+	sets    map[string]metric.MeasurementOption // the worker's: attribute sets reused
 
 	jobs chan job
 	quit chan struct{}
@@ -165,6 +167,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		content: strings.EqualFold(strings.TrimSpace(getenv(EnvCaptureContent)), "true"),
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
+		sets:    map[string]metric.MeasurementOption{},
 		done:    make(chan struct{}),
 	}
 	if t.stderr == nil {
