@@ -42,7 +42,6 @@ const (
 	KeyChain        = attribute.Key("limitscope.chain")
 	KeyServedBy     = attribute.Key("limitscope.served_by")
 	KeyRoute        = attribute.Key("limitscope.route")
-	KeyAttempts     = attribute.Key("limitscope.attempts")
 	KeyAttempt      = attribute.Key("limitscope.attempt")
 	KeyTarget       = attribute.Key("limitscope.target")
 	KeyProvider     = attribute.Key("limitscope.provider") // limitscope's own name (openai:responses, gemini, ...)
@@ -177,7 +176,7 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 		semconv.GenAIProviderNameKey.String(ProviderName(prov)),
 		semconv.GenAIRequestModel(primary.Model),
 		KeyCallID.String(res.CallID), KeyOutcome.String(string(res.Outcome)),
-		KeyChain.StringSlice(chain), KeyAttempts.Int(len(res.Attempts)),
+		KeyChain.StringSlice(chain),
 	}
 	if c.MaxTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(c.MaxTokens))
@@ -259,7 +258,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *s
 	}
 	ok := a.Class == stream.ClassOK
 	if ok && served != nil && served.Provider == a.Target.Provider {
-		attrs = append(attrs, semconv.GenAIResponseModel(served.Model), KeyServedBy.String(served.String()))
+		attrs = append(attrs, semconv.GenAIResponseModel(served.Model))
 	}
 	if !ok {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(a.Class)))

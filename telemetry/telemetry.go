@@ -63,7 +63,7 @@ const (
 )
 
 // DefaultQueueSize bounds the calls waiting to be exported.
-const DefaultQueueSize = 1024
+const DefaultQueueSize = 4096
 
 // closeCap bounds how long Close waits for a collector, whatever its ctx.
 const closeCap = 5 * time.Second
@@ -100,6 +100,7 @@ type Telemetry struct {
 
 	jobs chan job
 	quit chan struct{}
+	kick chan struct{} // Flush: drain now
 	done chan struct{}
 	once sync.Once
 
@@ -167,6 +168,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		content: strings.EqualFold(strings.TrimSpace(getenv(EnvCaptureContent)), "true"),
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 		sets:    map[string]metric.MeasurementOption{},
 		done:    make(chan struct{}),
 	}
@@ -270,6 +272,10 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 	b := make(chan struct{})
 	select {
 	case t.jobs <- job{barrier: b}:
+		select {
+		case t.kick <- struct{}{}:
+		default: // a drain is already asked for
+		}
 	case <-t.done:
 		return nil
 	case <-ctx.Done():
@@ -346,30 +352,41 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// work builds each handed-over call into spans and metrics until Close,
-// then drains what is left.
+// drainEvery is how often the worker takes what was handed over: calls
+// never wake it (a buffered send wakes no one), so export costs no
+// goroutine switch per call.
+const drainEvery = 250 * time.Millisecond
+
+// work builds the handed-over calls into spans and metrics, in batches
+// (every drainEvery, or at once for Flush), until Close, then drains what
+// is left.
 func (t *Telemetry) work() {
 	defer close(t.done)
-	export := func(j job) {
-		if j.barrier != nil {
-			close(j.barrier)
-			return
+	tick := time.NewTicker(drainEvery)
+	defer tick.Stop()
+	drain := func() {
+		for {
+			select {
+			case j := <-t.jobs:
+				if j.barrier != nil {
+					close(j.barrier)
+					continue
+				}
+				t.export(j)
+			default:
+				return
+			}
 		}
-		t.export(j)
 	}
 	for {
 		select {
-		case j := <-t.jobs:
-			export(j)
+		case <-tick.C:
+			drain()
+		case <-t.kick:
+			drain()
 		case <-t.quit:
-			for {
-				select {
-				case j := <-t.jobs:
-					export(j)
-				default:
-					return
-				}
-			}
+			drain()
+			return
 		}
 	}
 }
