@@ -16,8 +16,10 @@ import (
 
 	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/proxy"
+	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/retry/retrytest"
 	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestProxyMetricsScrape runs `limitscope proxy`'s wiring (calls.Open for
@@ -120,5 +122,36 @@ func TestProxyMetricsScrape(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte(token)) {
 		t.Error("the proxy token is in /metrics")
+	}
+}
+
+// TestSendWiringExports: the calls `send` and the console build
+// (calls.Open, Calls.Run) export each call when the OTLP endpoint is set in
+// their environment, and Close flushes it before returning.
+func TestSendWiringExports(t *testing.T) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_METRICS_EXPORTER": "none"}
+	env := calls.Env{Getenv: func(k string) string { return vars[k] }, Stderr: io.Discard, Clock: retrytest.NewFakeClock(time.Now()), Version: "test"}
+	f := calls.Flags{History: calls.HistoryFlags{NoHistory: true}, Sim: calls.SimFlags{Sim: true, Seed: 5}}
+	cs, err := calls.Open(context.Background(), env, f, true, "send")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := retry.Call{Chain: []stream.Target{{Provider: "anthropic", Model: "claude-haiku-4-5"}}, Prompt: "hi", MaxTokens: 8}
+	if res := cs.Run(context.Background(), call, nil); res.Outcome != retry.OutcomeOK {
+		t.Fatalf("send: %s", res.Outcome)
+	}
+	cs.Close(context.Background(), time.Second)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.spans) != 2 {
+		t.Fatalf("%d spans exported, want the call's and its attempt's", len(rc.spans))
+	}
+	for _, sp := range rc.spans {
+		if a := attrMap(sp.Attributes); str(a, "gen_ai.provider.name") != "anthropic" {
+			t.Errorf("span %q: provider %q", sp.Name, str(a, "gen_ai.provider.name"))
+		}
 	}
 }
