@@ -66,7 +66,7 @@ const (
 const DefaultQueueSize = 4096
 
 // closeCap bounds how long Close waits for a collector, whatever its ctx.
-const closeCap = 5 * time.Second
+const closeCap = 2 * time.Second
 
 // Options configure New.
 type Options struct {
@@ -331,8 +331,8 @@ func (t *Telemetry) Close(ctx context.Context) error {
 			lostSpans = 0
 		}
 		if s.Dropped > 0 || lostSpans > 0 || s.MetricFailed > 0 {
-			fmt.Fprintf(t.stderr, "limitscope: telemetry: not exported: %d of %d calls dropped (queue full), %d spans, %d metric exports (collector unreachable or too slow?)\n",
-				s.Dropped, s.Calls, lostSpans, s.MetricFailed)
+			fmt.Fprintf(t.stderr, "limitscope: telemetry: not exported (the OTLP collector is unreachable or too slow?): %d spans, %d metric exports; %d of %d calls dropped from a full queue\n",
+				lostSpans, s.MetricFailed, s.Dropped, s.Calls)
 		}
 	})
 	return err
