@@ -171,13 +171,14 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	for i, tg := range c.Chain {
 		chain[i] = tg.String()
 	}
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs = append(attrs,
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(ProviderName(prov)),
 		semconv.GenAIRequestModel(primary.Model),
 		KeyCallID.String(res.CallID), KeyOutcome.String(string(res.Outcome)),
 		KeyChain.StringSlice(chain),
-	}
+	)
 	if c.MaxTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(c.MaxTokens))
 	}
@@ -249,13 +250,14 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 }
 
 func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *stream.Target) {
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs = append(attrs,
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(ProviderName(a.Target.Provider)),
 		semconv.GenAIRequestModel(a.Target.Model),
 		KeyAttempt.Int(a.N), KeyProvider.String(a.Target.Provider),
 		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)),
-	}
+	)
 	ok := a.Class == stream.ClassOK
 	if ok && served != nil && served.Provider == a.Target.Provider {
 		attrs = append(attrs, semconv.GenAIResponseModel(served.Model))
@@ -372,14 +374,13 @@ const maxSets = 4096
 // valued), built once and reused: sorting a set for every measurement is
 // most of recording's cost. Only the worker calls it.
 func (t *Telemetry) attrs(kvs ...attribute.KeyValue) metric.MeasurementOption {
-	var b strings.Builder
-	for _, kv := range kvs {
-		b.WriteString(string(kv.Key))
-		b.WriteByte(0)
-		b.WriteString(kv.Value.AsString())
-		b.WriteByte(0)
+	var k setKey // an array of the keys and values: no allocation to look up
+	if len(kvs) > len(k)/2 {
+		return metric.WithAttributeSet(attribute.NewSet(kvs...))
 	}
-	k := b.String()
+	for i, kv := range kvs {
+		k[2*i], k[2*i+1] = string(kv.Key), kv.Value.AsString()
+	}
 	if o, ok := t.sets[k]; ok {
 		return o
 	}
@@ -389,6 +390,9 @@ func (t *Telemetry) attrs(kvs ...attribute.KeyValue) metric.MeasurementOption {
 	}
 	return o
 }
+
+// setKey identifies a set of up to five string attributes.
+type setKey [10]string
 
 // record adds one ended call to the metrics.
 func (t *Telemetry) record(ctx context.Context, res *retry.Result) {

@@ -96,7 +96,7 @@ type Telemetry struct {
 	content bool
 	prom    http.Handler
 	stderr  io.Writer
-	sets    map[string]metric.MeasurementOption // the worker's: attribute sets reused
+	sets    map[setKey]metric.MeasurementOption // the worker's: attribute sets reused
 
 	jobs chan job
 	quit chan struct{}
@@ -169,7 +169,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
-		sets:    map[string]metric.MeasurementOption{},
+		sets:    map[setKey]metric.MeasurementOption{},
 		done:    make(chan struct{}),
 	}
 	if t.stderr == nil {
