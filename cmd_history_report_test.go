@@ -244,3 +244,27 @@ func openInChromium(t *testing.T, file string) {
 		t.Errorf("in the browser: %s", p)
 	}
 }
+
+// TestHistoryReportRanges: a time range selects by start time, an unknown
+// session fails, and the report goes to stdout without --out.
+func TestHistoryReportRanges(t *testing.T) {
+	clearEnv(t)
+	db := recordReportSession(t)
+	report := func(args ...string) (int, string, string) {
+		ta := newTestApp(map[string]string{"LIMITSCOPE_DB": db})
+		code := run(context.Background(), ta.app, append([]string{"history", "report"}, args...))
+		return code, ta.out.String(), ta.errOut.String()
+	}
+	if code, out, _ := report("--since", "1d"); code != exitOK || !strings.Contains(out, "<b>5</b>calls") || !strings.Contains(out, "calls since 1d") {
+		t.Errorf("--since 1d: exit %d, %d bytes", code, len(out))
+	}
+	if code, out, errOut := report("--since", "1d", "--until", "1d"); code != exitOK || !strings.Contains(out, "<b>0</b>calls") || !strings.Contains(errOut, "no calls") {
+		t.Errorf("--until 1d (before every call): exit %d, %q", code, errOut)
+	}
+	if code, out, _ := report("--session", "1", "--provider", "groq"); code != exitOK || !strings.Contains(out, "<b>1</b>calls") {
+		t.Errorf("--session 1 --provider groq: exit %d", code)
+	}
+	if code, _, errOut := report("--session", "9"); code == exitOK || !strings.Contains(errOut, "session 9") {
+		t.Errorf("--session 9: exit %d, %q; want a failure naming it", code, errOut)
+	}
+}

@@ -126,6 +126,8 @@ const commands = `Usage:
   limitscope history prune [--keep 90d] [--compact]
   limitscope history sessions [--limit N]
   limitscope history repair                         copy what is readable of a damaged file into a fresh one
+  limitscope history report [--session ID | --since 2h] [--out FILE]
+                                                    one self-contained HTML file: timeline, limits, waits, failovers
   limitscope cooldowns [--json]                     the quota cooldowns recorded
   limitscope cooldowns clear [SCOPE]                end one cooldown, or every one
   limitscope bench --model P/M [--fallback P/M]... [--sim] [--requests N] [--concurrency C]
