@@ -344,7 +344,7 @@ func build(in Input) view {
 					why = strings.TrimSpace(why + " · " + a.FailoverNote())
 				}
 				v.Waits = append(v.Waits, waitRow{At: end.UTC().Format("15:04:05.000"), Call: fmt.Sprint(c.ID), Target: txt(tg),
-					Source: cmp.Or(string(a.DelaySource), "none"), Planned: dur(a.WaitPlanned), Waited: dur(a.Waited), Why: txt(why)})
+					Source: cmp.Or(string(a.DelaySource), "none"), Planned: dur(planned(a)), Waited: dur(a.Waited), Why: txt(why)})
 			}
 			if a.Decision == retry.DecideFailover && j+1 < len(c.AttemptsList) {
 				n := &c.AttemptsList[j+1]
@@ -430,6 +430,15 @@ func build(in Input) view {
 		v.Providers = append(v.Providers, prov[p].row(p))
 	}
 	return v
+}
+
+// planned is the wait announced after a: the history keeps WaitPlanned only
+// for a wait the user cut short; any other was waited in full.
+func planned(a *retry.Attempt) time.Duration {
+	if a.WaitPlanned > 0 {
+		return a.WaitPlanned
+	}
+	return a.Waited
 }
 
 func attemptRowOf(a *retry.Attempt) attemptRow {
