@@ -34,6 +34,8 @@ func historyUsage(w io.Writer) {
   limitscope history export [--format jsonl|csv] [--no-text] [filters]
   limitscope history prune [--keep 90d] [--compact]
   limitscope history sessions [--limit N]    the processes that recorded: start, end, version, mode
+  limitscope history report [--session ID | --since 2h --until 1h] [--out FILE]
+                                             one self-contained HTML file: timeline, limits, waits, failovers
   limitscope history repair                  copy what is readable of a damaged file into a fresh one
   limitscope history cards [TARGET]          the limits cards limitscope probe stored, compared over time
 Every subcommand takes --json and --db PATH (default $LIMITSCOPE_DB, else
@@ -67,6 +69,8 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		return historySessions(ctx, a, args)
 	case "cards":
 		return historyCards(ctx, a, args)
+	case "report":
+		return historyReport(ctx, a, args)
 	case "help":
 		historyUsage(a.stdout)
 		return exitOK

@@ -131,6 +131,8 @@ const commands = `Usage:
   limitscope history cards [TARGET]                 the limits cards probe stored, compared over time
   limitscope probe [--budget N] [--yes] [--json] P[@ACCOUNT]/M
                                                     find an account's limits within a small budget: a limits card
+  limitscope history report [--session ID | --since 2h] [--out FILE]
+                                                    one self-contained HTML file: timeline, limits, waits, failovers
   limitscope cooldowns [--json]                     the quota cooldowns recorded
   limitscope cooldowns clear [SCOPE]                end one cooldown, or every one
   limitscope bench --model P/M [--fallback P/M]... [--sim] [--requests N] [--concurrency C]

@@ -23,6 +23,7 @@ var reviewUsage = map[string]string{
 	"history prune":    "limitscope history prune [--keep 90d] [--compact]",
 	"history sessions": "limitscope history sessions [--limit N]",
 	"history repair":   "limitscope history repair",
+	"history report":   "limitscope history report [--session ID | --since 2h [--until 1h]] [--out FILE] [filters]",
 	"cooldowns":        cooldownsUsage,
 	"cooldowns clear":  cooldownsUsage,
 	"info":             "limitscope info [--json]",

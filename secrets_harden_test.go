@@ -224,6 +224,7 @@ func TestNoKeyInAnyOutput(t *testing.T) {
 		{"history", "list"}, {"history", "list", "--json"},
 		{"history", "stats"}, {"history", "stats", "--json"},
 		{"history", "sessions"}, {"history", "sessions", "--json"},
+		{"history", "report", "--since", "1d"}, // the HTML report, on stdout: scanned with the rest
 		{"history", "export"}, {"history", "export", "--format", "csv"},
 		{"cooldowns"}, {"cooldowns", "--json"},
 		{"info"}, {"info", "--json"},

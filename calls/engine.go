@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/limitscope/limitscope/fleet"
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/telemetry"
 )
 
 // Calls is one command's wiring: its providers, its history, and the one
@@ -24,8 +26,11 @@ type Calls struct {
 	// Fleet is the shared state with --state (nil without).
 	Fleet  *fleet.Fleet
 	Engine *retry.Engine
-	env    Env
-	policy retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
+	// Telemetry exports the calls (OpenTelemetry when OTEL_EXPORTER_OTLP_*
+	// asks for it; Prometheus for the proxy); nil: nothing is exported.
+	Telemetry *telemetry.Telemetry
+	env       Env
+	policy    retry.Policy // the policy flags' values, the proxy's lowest layer above the built-in defaults
 }
 
 // Open sets up a command's calls: the providers (simulated or real), the
@@ -36,6 +41,13 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		return nil, err
 	}
 	hist := OpenHistory(env, f.History, provs.Simulated, command)
+	// Telemetry never fails a command: a problem is one warning.
+	tel, err := telemetry.New(ctx, telemetry.Options{Getenv: env.Getenv, Version: env.Version, Command: command,
+		Prometheus: command == "proxy" || command == "tui", Stderr: env.stderr()})
+	if err != nil {
+		fmt.Fprintf(env.stderr(), "limitscope: telemetry off: %s\n", sanitize.Printable(err.Error()))
+	}
+	hist.tel = tel
 	now := env.Now
 	if now == nil {
 		now = time.Now
@@ -45,6 +57,7 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		History:   hist,
 		Doer:      &stream.Router{Client: &stream.Client{Options: f.Stream, Now: now}, Endpoints: provs.Endpoints, Accounts: provs.AccountEndpoint},
 		Pacer:     retry.NewPacer(),
+		Telemetry: tel,
 		env:       env,
 		policy:    f.Policy,
 	}
@@ -54,6 +67,7 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 			err = fmt.Errorf("LIMITSCOPE_REDIS_URL: %w", err)
 		}
 		hist.Close(ctx, 0)
+		_ = tel.Close(ctx)
 		provs.Close()
 		return nil, err
 	}
@@ -94,18 +108,20 @@ func (c *Calls) openFleet(ctx context.Context, url, command string, now func() t
 	return nil
 }
 
-// Run runs call on the engine, recording it in the history; sink sees every
-// event too. It is the console's Runner.
+// Run runs call on the engine, recording it in the history (and exporting
+// it, with Telemetry); sink sees every event too. It is the console's Runner.
 func (c *Calls) Run(ctx context.Context, call retry.Call, sink func(retry.Event)) retry.Result {
 	return c.Engine.Run(ctx, call, c.History.Sink(call, sink))
 }
 
-// Close commits the history (waiting up to allowance for the file) and
-// then stops the embedded simulator.
+// Close commits the history (waiting up to allowance for the file), flushes
+// the telemetry (a few seconds at most) and then stops the embedded
+// simulator.
 func (c *Calls) Close(ctx context.Context, allowance time.Duration) {
 	c.History.Close(ctx, allowance)
 	if c.Fleet != nil {
 		_ = c.Fleet.Close()
 	}
+	_ = c.Telemetry.Close(ctx) // bounded; what was not exported is counted on stderr
 	c.Providers.Close()
 }

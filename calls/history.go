@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
+	"github.com/limitscope/limitscope/telemetry"
 )
 
 // History records one command's calls in the history file and gives the
@@ -24,6 +25,7 @@ type History struct {
 	cool     retry.Cooldowns
 	stderr   io.Writer
 	warnOnce sync.Once
+	tel      *telemetry.Telemetry // exports each call too (nil: not)
 }
 
 // OpenHistory starts the recorder for command ("send", "tui", "proxy"). It
@@ -94,8 +96,10 @@ func (h *History) Commit(ctx context.Context, callID string) error {
 	return nil
 }
 
-// Sink wraps next so that call c's events are recorded too.
+// Sink wraps next so that call c's events are recorded too (and exported,
+// when telemetry is on: typed, console and proxied calls all pass here).
 func (h *History) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
+	next = h.tel.Sink(c, next)
 	if h.rec == nil {
 		return next
 	}

@@ -141,6 +141,7 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 		DefaultPolicy: c.policy,
 		Now:           c.env.Now,
 		Logf:          logf,
+		Metrics:       c.Telemetry.MetricsHandler(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

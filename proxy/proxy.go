@@ -93,6 +93,9 @@ type Options struct {
 	// never longer than the wait the failure suggested. 0:
 	// DefaultReplayWindow; negative: off.
 	ReplayWindow time.Duration
+	// Metrics, when set, serves GET /metrics (Prometheus), behind the token
+	// like every other endpoint.
+	Metrics http.Handler
 }
 
 // Handler is the proxy, an http.Handler.
@@ -158,6 +161,9 @@ func New(o Options) (*Handler, error) {
 	for _, p := range []string{"/v1/models", "/models"} {
 		mux.HandleFunc(p, h.models)
 		mux.HandleFunc(p+"/{id...}", h.models)
+	}
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuseAndClose(w, r, &apiError{status: http.StatusNotFound, class: stream.ClassCaller, code: "not_found",
