@@ -108,3 +108,23 @@ func TestHistoryShowsBothFirstTokenTimes(t *testing.T) {
 		}
 	}
 }
+
+// Bedrock streams Claude's thinking as a reasoningContent block: send
+// records it as thinking, with the first token and the first text apart.
+func TestBedrockThinkingRecorded(t *testing.T) {
+	clearEnv(t)
+	ta := newTestApp(nil)
+	if code := run(t.Context(), ta.app, []string{"send", "--sim", "--json", "--answer", "think:40t+words:40", "--model", "bedrock/us-east-1/anthropic.claude-haiku-5-5-v1:0", "why"}); code != exitOK {
+		t.Fatalf("send: exit %d\n%s", code, ta.errOut.String())
+	}
+	ta = newTestApp(nil)
+	if code := run(t.Context(), ta.app, []string{"history", "show", "1"}); code != exitOK {
+		t.Fatalf("history show: exit %d\n%s", code, ta.errOut.String())
+	}
+	out := ta.out.String()
+	for _, want := range []string{"first token", "first text", "thought"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history show lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -357,15 +357,29 @@ func (bedrockDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answe
 	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken) {
 		return
 	}
+	idx := 0 // the text block's index: 1 after a reasoning block
+	if len(a.thinking) > 0 {
+		// Claude's extended thinking on Bedrock: a reasoningContent block
+		// (ReasoningContentBlockDelta: text, then its signature) before
+		// the text block.
+		if !s.think(ctx, o, a, func(p string) {
+			w.event("contentBlockDelta", obj{"delta", obj{"reasoningContent", obj{"text", p}}, "contentBlockIndex", 0})
+		}) {
+			return
+		}
+		w.event("contentBlockDelta", obj{"delta", obj{"reasoningContent", obj{"signature", a.thinkingSignature()}}, "contentBlockIndex", 0})
+		w.event("contentBlockStop", obj{"contentBlockIndex", 0})
+		idx = 1
+	}
 	pieces, _ := a.upToBreak(a.pieces)
 	if !s.paced(ctx, o, a, pieces, func(p string) {
-		w.event("contentBlockDelta", obj{"delta", obj{"text", p}, "contentBlockIndex", 0})
+		w.event("contentBlockDelta", obj{"delta", obj{"text", p}, "contentBlockIndex", idx})
 	}) {
 		return
 	}
 	if a.d.kind == FaultCut && a.d.code == "frame" {
 		// Half of the next message, then the connection ends.
-		f := w.eventFrame("contentBlockStop", obj{"contentBlockIndex", 0})
+		f := w.eventFrame("contentBlockStop", obj{"contentBlockIndex", idx})
 		w.write(f[:len(f)/2])
 		closeConn(o.w, false)
 		return
@@ -376,7 +390,7 @@ func (bedrockDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answe
 		}
 		return
 	}
-	w.event("contentBlockStop", obj{"contentBlockIndex", 0})
+	w.event("contentBlockStop", obj{"contentBlockIndex", idx})
 	w.event("messageStop", obj{"stopReason", bedrockStop(a.finish)})
 	w.event("metadata", obj{"usage", a.bedrockUsage(), "metrics", obj{"latencyMs", 420}})
 }

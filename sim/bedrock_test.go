@@ -377,3 +377,56 @@ type nopCloser struct{ *bytes.Reader }
 func (nopCloser) Close() error { return nil }
 
 func readCloser(s string) nopCloser { return nopCloser{bytes.NewReader([]byte(s))} }
+
+// TestBedrockThinkingPhaseSDKOracle: with a thinking phase (--answer
+// think), the official bedrockruntime client reads a reasoningContent block
+// (its text, then its signature) at index 0 before the text block at
+// index 1, as ConverseStream streams Claude's extended thinking.
+func TestBedrockThinkingPhaseSDKOracle(t *testing.T) {
+	s, err := New(Options{TokensPerSecond: 1e9, Seed: 3, Answer: "think:100t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bedrockSDKSim{s: s, ts: httptest.NewServer(s)}
+	t.Cleanup(func() {
+		s.Close()
+		b.ts.Close()
+	})
+	out, err := b.client(simCreds, "us-east-1").ConverseStream(sdkCtx(t), converseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := out.GetStream()
+	defer es.Close()
+	var reasoning, text strings.Builder
+	var signature string
+	for ev := range es.Events() {
+		v, ok := ev.(*types.ConverseStreamOutputMemberContentBlockDelta)
+		if !ok {
+			continue
+		}
+		switch d := v.Value.Delta.(type) {
+		case *types.ContentBlockDeltaMemberReasoningContent:
+			if text.Len() > 0 || aws.ToInt32(v.Value.ContentBlockIndex) != 0 {
+				t.Errorf("reasoning at index %d after %d bytes of text", aws.ToInt32(v.Value.ContentBlockIndex), text.Len())
+			}
+			switch r := d.Value.(type) {
+			case *types.ReasoningContentBlockDeltaMemberText:
+				reasoning.WriteString(r.Value)
+			case *types.ReasoningContentBlockDeltaMemberSignature:
+				signature = r.Value
+			}
+		case *types.ContentBlockDeltaMemberText:
+			if aws.ToInt32(v.Value.ContentBlockIndex) != 1 {
+				t.Errorf("text at index %d, want 1 after the reasoning block", aws.ToInt32(v.Value.ContentBlockIndex))
+			}
+			text.WriteString(d.Value)
+		}
+	}
+	if err := es.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(reasoning.String(), "Let me think") || signature == "" || text.Len() == 0 {
+		t.Errorf("reasoning %.40q signature %q text %.40q", reasoning.String(), signature, text.String())
+	}
+}

@@ -54,7 +54,7 @@ import (
 // and checked (prelude and message CRCs) by the AWS SDK's eventstream
 // decoder. Event messages (:message-type event) name their member in
 // :event-type: contentBlockDelta's delta.text is the text (toolUse and
-// reasoningContent deltas are progress only); messageStop carries the stop
+// reasoningContent deltas are thinking, toolUse progress only); messageStop carries the stop
 // reason; metadata the usage. A stream is complete only at metadata after
 // messageStop: the SDK itself reports a stream cut anywhere as a clean end
 // (wire-formats-2.md 4.3), so EOF before both is a cut (class connection).
@@ -465,7 +465,11 @@ func (d *bedrockDecoder) handle(typ, data string) step {
 		if dl := p.Delta; dl != nil {
 			if t := dl.Text.text(jsonString); t != "" {
 				s.text, s.progress = t, true
-			} else if !isNull(dl.ToolUse) || !isNull(dl.ReasoningContent) {
+			} else if !isNull(dl.ReasoningContent) {
+				// A reasoning block's text, signature or redacted
+				// content: the model is thinking (issue 17).
+				s.progress, s.thinking = true, true
+			} else if !isNull(dl.ToolUse) {
 				s.progress = true
 			}
 		}

@@ -191,8 +191,9 @@ type interactionsObject struct {
 	Model  *string         `json:"model"`
 	Errors json.RawMessage `json:"errors"`
 	Usage  *struct {
-		TotalInputTokens  *float64 `json:"total_input_tokens"`
-		TotalOutputTokens *float64 `json:"total_output_tokens"`
+		TotalInputTokens   *float64 `json:"total_input_tokens"`
+		TotalOutputTokens  *float64 `json:"total_output_tokens"`
+		TotalThoughtTokens *float64 `json:"total_thought_tokens"`
 	} `json:"usage"`
 }
 
@@ -231,10 +232,13 @@ func (d *interactionsDecoder) handle(typ, data string) step {
 		if ev.Delta == nil {
 			break
 		}
-		if t := ev.Delta.Text.text(jsonString); t != "" && fastString(ev.Delta.Type) == "text" {
+		typ := fastString(ev.Delta.Type)
+		if t := ev.Delta.Text.text(jsonString); t != "" && typ == "text" {
 			s.text = t
 		}
-		s.progress = true
+		// A thought step's deltas (its summary, its signature): the
+		// model is thinking (issue 17).
+		s.progress, s.thinking = true, strings.HasPrefix(typ, "thought")
 	case "interaction.status_update":
 		if st := fastString(ev.Status); st == "failed" || st == "cancelled" {
 			return interactionFailed(st, nil)
@@ -270,6 +274,9 @@ func (d *interactionsDecoder) readInteraction(o *interactionsObject) {
 		out, okOut := fastInt(u.TotalOutputTokens)
 		if okIn || okOut {
 			d.usage = &Usage{InputTokens: in, OutputTokens: out}
+		}
+		if r, ok := fastInt(u.TotalThoughtTokens); ok {
+			d.reasoning = r
 		}
 	}
 }

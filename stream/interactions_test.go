@@ -231,3 +231,24 @@ func FuzzInteractionsDecode(f *testing.F) {
 		}
 	})
 }
+
+// A thought step's deltas are thinking, not text, and the completed
+// interaction's total_thought_tokens are the reasoning tokens.
+func TestInteractionsThoughts(t *testing.T) {
+	body := ixStream(
+		[2]string{"interaction.created", `{"interaction":{"id":"v1_abc","status":"in_progress"},"event_type":"interaction.created"}`},
+		[2]string{"step.start", `{"index":0,"step":{"type":"thought"},"event_type":"step.start"}`},
+		[2]string{"step.delta", `{"index":0,"delta":{"type":"thought_summary","content":{"type":"text","text":"Considering the sky"}},"event_type":"step.delta"}`},
+		[2]string{"step.delta", `{"index":0,"delta":{"type":"thought_signature","signature":"Eq=="},"event_type":"step.delta"}`},
+		[2]string{"step.start", `{"index":1,"step":{"type":"model_output"},"event_type":"step.start"}`},
+		[2]string{"step.delta", `{"index":1,"delta":{"text":"Blue.","type":"text"},"event_type":"step.delta"}`},
+		[2]string{"interaction.completed", `{"interaction":{"id":"v1_abc","status":"completed","usage":{"total_input_tokens":3,"total_output_tokens":2,"total_thought_tokens":115}},"event_type":"interaction.completed"}`},
+	)
+	res := decodeBytes(ixProvider, "text/event-stream", "", body)
+	if res.Class() != ClassOK || res.Text != "Blue." || !res.Thinking || res.ReasoningTokens != 115 {
+		t.Fatalf("class %s text %q thinking %v reasoning tokens %d (%v)", res.Class(), res.Text, res.Thinking, res.ReasoningTokens, res.Err)
+	}
+	if res := decodeBytes(ixProvider, "text/event-stream", "", ixStream(append(ixHead, [2]string{"interaction.completed", `{"interaction":{"status":"completed"},"event_type":"interaction.completed"}`})...)); res.Thinking {
+		t.Fatal("a text-only interaction was taken for thinking")
+	}
+}
