@@ -182,3 +182,25 @@ func TestRedactorPlainDeltasNotCopied(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRedactorAnswer scrubs a 40-delta answer (words with their
+// spaces, as a stream delivers them) for one key, as the stream client does
+// for every attempt: its cost per answer and its allocations.
+//
+//	go test -run '^$' -bench RedactorAnswer -benchmem ./internal/sanitize/
+func BenchmarkRedactorAnswer(b *testing.B) {
+	words := strings.Fields("This is gpt-5.4-mini, simulated by limitscope on its openai endpoint. You asked: Tell me a long story. " +
+		"This request fit within its simulated limits and so it streams its answer word by word, as a provider does, until it ends here.")
+	deltas := make([]string, len(words))
+	for i, w := range words {
+		deltas[i] = w + " "
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewRedactor(key)
+		for _, d := range deltas {
+			_ = r.Text(d)
+		}
+		_ = r.Flush()
+	}
+}
