@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // callUsage is the usage the last call's result reports: what the
@@ -71,6 +74,41 @@ func TestMessageStartCarriesInputTokens(t *testing.T) {
 				t.Errorf("message_start input_tokens %d, the simulator reported %d", start, want)
 			case !tc.early && start != 0:
 				t.Errorf("message_start input_tokens %d before the upstream reported any", start)
+			}
+		})
+	}
+}
+
+// The early usage is the serving attempt's: one reported by an attempt that
+// failed before its text does not reach the next attempt's message_start.
+func TestMessageStartUsageIsTheServingAttempts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		evs  []retry.Event
+		want string
+	}{
+		{"reported", []retry.Event{
+			{Kind: retry.EventAttemptStart, Attempt: &retry.Attempt{N: 1, Target: claudeHaiku}},
+			{Kind: retry.EventUsage, Usage: &stream.Usage{InputTokens: 42}},
+		}, `"usage":{"input_tokens":42,"output_tokens":0}`},
+		{"reported by a failed attempt", []retry.Event{
+			{Kind: retry.EventAttemptStart, Attempt: &retry.Attempt{N: 1, Target: claudeHaiku}},
+			{Kind: retry.EventUsage, Usage: &stream.Usage{InputTokens: 42}},
+			{Kind: retry.EventAttemptStart, Attempt: &retry.Attempt{N: 2, Target: openaiMini}},
+		}, `"usage":{"input_tokens":0,"output_tokens":0}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			cs := &callState{w: rec, out: newAnthropicWriter("id"), stream: true}
+			for _, ev := range append(c.evs, retry.Event{Kind: retry.EventText, Text: "Hello"}) {
+				cs.event(ev)
+			}
+			if cs.sse != nil {
+				cs.sse.close()
+			}
+			evs := parseSSE(t, rec.Body.Bytes())
+			if len(evs) == 0 || evs[0].event != "message_start" || !strings.Contains(evs[0].data, c.want) {
+				t.Errorf("events %v, want message_start with %s", evs, c.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"testing"
 )
@@ -12,15 +13,24 @@ func TestOnUsageBeforeText(t *testing.T) {
 	for _, tc := range []struct {
 		provider, fx string
 		want         *Usage
+		edit         func([]byte) []byte // changes the fixture
 	}{
-		{"anthropic", "anthropic/messages-stream-recorded.sse", &Usage{InputTokens: 135, OutputTokens: 1}}, // message_start
-		{"anthropic", "anthropic/messages-stream-doc-basic.sse", &Usage{InputTokens: 25, OutputTokens: 1}},
-		{"gemini", "gemini/stream-recorded-text.sse", &Usage{InputTokens: 7}}, // the first chunk's usageMetadata
-		{"openai", "openai/chat-stream-wire-constructed.sse", nil},            // usage only at the end
-		{"openai:responses", "openai/responses-stream-doc-example.sse", nil},  // response.created has usage null
+		{"anthropic", "anthropic/messages-stream-recorded.sse", &Usage{InputTokens: 135, OutputTokens: 1}, nil}, // message_start
+		{"anthropic", "anthropic/messages-stream-doc-basic.sse", &Usage{InputTokens: 25, OutputTokens: 1}, nil},
+		{"gemini", "gemini/stream-recorded-text.sse", &Usage{InputTokens: 7}, nil}, // the first chunk's usageMetadata
+		{"openai", "openai/chat-stream-wire-constructed.sse", nil, nil},            // usage only at the end
+		{"openai:responses", "openai/responses-stream-doc-example.sse", nil, nil},  // response.created has usage null
+		// A response.created that carries usage (OpenAI sends null there).
+		{"openai:responses", "openai/responses-stream-minimal-constructed.sse", &Usage{InputTokens: 12}, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"output":[],"usage":null}}`), []byte(`"output":[],"usage":{"input_tokens":12,"output_tokens":0}}}`), 1)
+		}},
 	} {
 		t.Run(tc.fx, func(t *testing.T) {
-			c, ep := serve(t, tc.provider, sseHandler(fixture(t, tc.fx)))
+			body := fixture(t, tc.fx)
+			if tc.edit != nil {
+				body = tc.edit(body)
+			}
+			c, ep := serve(t, tc.provider, sseHandler(body))
 			var (
 				got    []Usage
 				deltas int
