@@ -357,6 +357,7 @@ type callState struct {
 	stream  bool
 	target  stream.Target // of the attempt in flight
 	n       int           // its number
+	usage   *stream.Usage // the attempt's usage as reported before its text (EventUsage), nil when none
 	started bool          // the caller's stream began: nothing can be taken back
 	sse     *sseOut       // the started stream's output
 	// keep: the text sent is kept in sent, for a continuation's prefill.
@@ -375,6 +376,9 @@ func (cs *callState) event(ev retry.Event) {
 		if ev.Attempt != nil {
 			cs.target, cs.n = ev.Attempt.Target, ev.Attempt.N
 		}
+		cs.usage = nil
+	case retry.EventUsage:
+		cs.usage = ev.Usage
 	case retry.EventText:
 		if !cs.stream {
 			return
@@ -408,6 +412,9 @@ func (cs *callState) begin(text string) {
 	h := cs.w.Header()
 	h.Set(HeaderServedBy, cs.target.String())
 	h.Set(HeaderAttempts, strconv.Itoa(cs.n))
+	if aw, ok := cs.out.(*anthropicWriter); ok && cs.usage != nil {
+		aw.inputTokens = cs.usage.InputTokens // the upstream reported it before the text
+	}
 	startSSE(cs.w)
 	b := getBuf()
 	*b = cs.out.text(cs.out.start(*b, cs.target.Model), text)
@@ -418,11 +425,37 @@ func (cs *callState) begin(text string) {
 }
 
 // acceptsPrefill reports whether t continues an answer from a trailing
-// assistant turn (a prefill): the Messages API does; Chat Completions and
-// Gemini answer such a turn anew.
+// assistant turn (a prefill): the Messages API does, and so do Anthropic's
+// models on Bedrock (Converse hands them the turns; Bedrock's Claude
+// Messages page: "If the final message uses the assistant role, the
+// response content will continue immediately from the content in that
+// message"); Chat Completions, Gemini and Bedrock's other models answer
+// such a turn anew.
 func acceptsPrefill(t stream.Target) bool {
 	info, ok := stream.Provider(t.Provider)
-	return ok && info.Dialect == stream.DialectAnthropic
+	switch {
+	case !ok:
+		return false
+	case info.Dialect == stream.DialectAnthropic:
+		return true
+	case info.Dialect == stream.DialectBedrock:
+		return bedrockClaude(t.Model)
+	}
+	return false
+}
+
+// bedrockClaude reports whether a Bedrock model is one of Anthropic's: a
+// model id "anthropic.claude-...", an inference profile
+// "us.anthropic.claude-..." (or eu., apac., global. ...), or an ARN ending
+// in either, with or without the target's leading Region segment.
+func bedrockClaude(model string) bool {
+	_, id := stream.BedrockModel(model, "")
+	id = id[strings.LastIndexByte(id, '/')+1:]
+	if strings.HasPrefix(id, "anthropic.") {
+		return true
+	}
+	_, rest, ok := strings.Cut(id, ".")
+	return ok && strings.HasPrefix(rest, "anthropic.")
 }
 
 // buffered reports whether a streamed call's answer is held until it is
@@ -521,7 +554,9 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	case res.Outcome == retry.OutcomeOK:
 		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
 		model := servedModel(res, cs.target)
-		hd.Set(HeaderServedBy, res.ServedBy.Provider+"/"+model)
+		served := *res.ServedBy
+		served.Model = model
+		hd.Set(HeaderServedBy, served.String()) // with the account: openai@team/gpt-5.4
 		if in.stream {
 			if aw, ok := out.(*anthropicWriter); ok && res.Usage != nil {
 				aw.inputTokens = res.Usage.InputTokens // known before the stream is written

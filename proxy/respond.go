@@ -310,7 +310,10 @@ type anthropicWriter struct {
 	id        string
 	requestID string
 	// inputTokens goes in message_start: the real count when it is known
-	// before the stream is written (a buffered answer), else 0.
+	// before the stream's first text is written (a buffered answer, or an
+	// upstream that reports it before its text: Anthropic's message_start,
+	// Gemini's usageMetadata), else 0 (Chat Completions and Bedrock report
+	// usage only at the end; message_delta then carries it).
 	inputTokens int
 }
 

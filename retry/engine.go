@@ -613,9 +613,14 @@ func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attempt
 			r.emit(Event{Kind: EventThinking, Time: r.clock.Now()})
 		}
 	}
+	onUsage := func(u stream.Usage) {
+		if !r.textSent {
+			r.emit(Event{Kind: EventUsage, Time: r.clock.Now(), Usage: &u})
+		}
+	}
 	actx, cancel := r.attemptContext(start)
 	sr := r.e.Doer.Do(actx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
-		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking}, onText)
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking, OnUsage: onUsage}, onText)
 	why := context.Cause(actx)
 	cancel()
 	end := endedByServer

@@ -192,6 +192,7 @@ const (
 	EventAttemptStart EventKind = "attempt_start"
 	EventText         EventKind = "text"
 	EventThinking     EventKind = "thinking" // the attempt's first reasoning delta: the model is thinking
+	EventUsage        EventKind = "usage"    // the attempt's usage as reported before its text (Event.Usage; where the provider reports it that early)
 	EventAttemptEnd   EventKind = "attempt_end"
 	EventWait         EventKind = "wait"
 	EventWaitEnd      EventKind = "wait_end" // a wait ended; Wait.Waited is what was actually waited
@@ -206,6 +207,7 @@ type Event struct {
 	Chain   []stream.Target // EventCallStart
 	Attempt *Attempt        // EventAttemptStart (partly filled) and EventAttemptEnd
 	Text    string          // EventText: one delta of the current attempt
+	Usage   *stream.Usage   // EventUsage: the input tokens (and any output so far) before the attempt's text
 	Wait    *Wait           // EventWait
 	Result  *Result         // EventCallEnd
 }

@@ -461,6 +461,7 @@ type attempt struct {
 	res        Result
 	onText     func(string) // the caller's (may be nil); gets deltas with the key scrubbed
 	onThinking func()       // Request.OnThinking (may be nil)
+	onUsage    func(Usage)  // Request.OnUsage (may be nil; cleared once called)
 	red        redactor
 }
 
@@ -487,6 +488,24 @@ func (a *attempt) thinking() {
 	a.wd.resume()
 }
 
+// earlyUsage hands the usage a decoder read before any text to the
+// caller's OnUsage, once (the idle timers paused, as for onText). Text
+// already given, it is never called: the usage then comes with the end.
+func (a *attempt) earlyUsage(st *decoded) {
+	if a.res.TTFText != 0 {
+		a.onUsage = nil
+		return
+	}
+	if st.usage == nil {
+		return
+	}
+	f := a.onUsage
+	a.onUsage = nil
+	a.wd.pause()
+	f(*st.usage)
+	a.wd.resume()
+}
+
 // firstText notes the time to the first visible text.
 func (a *attempt) firstText(out string) {
 	if out != "" && a.res.TTFText == 0 {
@@ -505,7 +524,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 		ctx = context.Background()
 	}
 	red := newRedactor(ep.Key, ep.awsSecrets(ctx)...)
-	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText, onThinking: req.OnThinking}
+	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText, onThinking: req.OnThinking, onUsage: req.OnUsage}
 	res := a.run(ep, req)
 	return red.scrub(res)
 }
@@ -795,6 +814,7 @@ func (a *attempt) cutError(err error, wire *wireReader) *Error {
 // readEvents decodes the SSE stream with the dialect until its end signal.
 func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Result {
 	dec := a.d.newDecoder()
+	st := dec.state() // the decoder's own state: stable, updated in place
 	deltas := a.red.deltas()
 	noProgress := &timeoutCause{"no model output within the no-progress timeout", a.o.NoProgressTimeout}
 	var (
@@ -828,6 +848,9 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		if s.thinking {
 			a.thinking()
 		}
+		if a.onUsage != nil {
+			a.earlyUsage(st)
+		}
 		if s.text != "" {
 			out := deltas.Text(s.text)
 			truncated = keep(&text, out, a.o.MaxPartialText) || truncated
@@ -856,7 +879,6 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		a.firstText(out)
 		a.emitText(out)
 	}
-	st := dec.state()
 	a.res.Text = text.String()
 	a.res.TextTruncated = truncated
 	a.res.FinishReason = st.finish

@@ -149,6 +149,14 @@ type Request struct {
 	// onText) with each reasoning delta as it arrives: Anthropic thinking,
 	// OpenAI reasoning, Gemini thoughts. Their text is never the answer's.
 	OnThinking func()
+	// OnUsage, when set, is called (on the stream's goroutine, like
+	// OnThinking) once, with the usage the stream reported before any of
+	// its text, where the provider reports it that early: Anthropic's
+	// message_start, Gemini's usageMetadata (on the chunk with the first
+	// text, before that text), a Responses response.created that carries
+	// usage. Streams that report usage only at their end (Chat
+	// Completions, Bedrock's metadata event) never call it.
+	OnUsage func(Usage)
 }
 
 // Usage is token usage as the provider reported it.

@@ -63,12 +63,44 @@ func (r *Redactor) Text(s string) string {
 	if len(r.secrets) == 0 {
 		return s
 	}
+	if out, ok := r.plain(s); ok {
+		return out
+	}
 	return r.run(r.held+s, false)
+}
+
+// plain is Text for the common piece, without run's copy and index arrays:
+// when the filter is in its normal state and what is held and s are clean
+// (every rune printed as it is, so what a terminal shows is the input
+// itself) and no secret is in them, the output is the input less the tail
+// that could start a secret, which is held (from the normal state), as run
+// would hold it. With nothing held and no such tail, s itself comes out,
+// not copied. False: run must decide.
+func (r *Redactor) plain(s string) (string, bool) {
+	if r.heldF.st != stNormal || len(r.heldF.pending) > 0 || !clean(s) || r.held != "" && !clean(r.held) {
+		return "", false
+	}
+	t := s
+	if r.held != "" {
+		t = r.held + s
+	}
+	for _, k := range r.secrets {
+		if strings.Contains(t, k) {
+			return "", false
+		}
+	}
+	n := r.heldTail(t)
+	r.held, r.heldF = t[len(t)-n:], Filter{}
+	return t[:len(t)-n], true
 }
 
 // Flush ends the stream and returns what was held back.
 func (r *Redactor) Flush() string {
 	if len(r.secrets) == 0 {
+		return ""
+	}
+	if r.held == "" {
+		r.heldF = Filter{}
 		return ""
 	}
 	out := r.run(r.held, true)

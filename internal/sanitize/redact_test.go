@@ -134,8 +134,73 @@ func FuzzRedactor(f *testing.F) {
 		if want := Redact(s, key); got != want {
 			t.Fatalf("split %d,%d: %q, whole %q", i, j, got, want)
 		}
+		// The no-copy path gives what the full one gives, piece by piece.
+		slow := NewRedactor(key)
+		want := slow.run(slow.held+s[:i], false)
+		want += slow.run(slow.held+s[i:j], false)
+		want += slow.run(slow.held+s[j:], false)
+		want += slow.run(slow.held, true)
+		if got != want {
+			t.Fatalf("split %d,%d: %q, without the plain path %q", i, j, got, want)
+		}
 		if strings.Contains(Text(got), key) {
 			t.Fatalf("the key shows in %q", Text(got))
 		}
 	})
+}
+
+// The no-copy path: a clean delta with no key and no possible key start in
+// its tail comes out as it is, without an allocation, while a key split
+// across deltas (its start in a delta that would otherwise pass through, or
+// after one that did) is still found whole.
+func TestRedactorPlainDeltasNotCopied(t *testing.T) {
+	r := NewRedactor(key)
+	in := "Once upon a time, a dragon guarded a hoard of gold. "
+	if n := testing.AllocsPerRun(100, func() {
+		if got := r.Text(in); got != in {
+			t.Fatalf("Text(%q) = %q", in, got)
+		}
+	}); n != 0 {
+		t.Errorf("a plain delta cost %.0f allocations, want 0", n)
+	}
+	for _, deltas := range [][]string{
+		{"plain text, then s", "k-test-SECRET-0123", "456789abcdef and more"},
+		{"plain ", "sk-test-SECRET-0123456789abcdef", " plain"},
+		{"plain ", "sk-test-SE", "CRET-0123456789ab", "cdef"},
+		{"ris", "k is sk", "-test-SECRET-0123456789abcdef!"},
+		{"x", "\x1b[1m", "sk-test-SECRET-0123456789abcdef"},
+		{"no key at all, ", "just words ", "s"},
+	} {
+		r := NewRedactor(key)
+		got := ""
+		for _, d := range deltas {
+			got += r.Text(d)
+		}
+		got += r.Flush()
+		if want := Redact(strings.Join(deltas, ""), key); got != want || strings.Contains(got, key) {
+			t.Errorf("%q: %q, want %q", deltas, got, want)
+		}
+	}
+}
+
+// BenchmarkRedactorAnswer scrubs a 40-delta answer (words with their
+// spaces, as a stream delivers them) for one key, as the stream client does
+// for every attempt: its cost per answer and its allocations.
+//
+//	go test -run '^$' -bench RedactorAnswer -benchmem ./internal/sanitize/
+func BenchmarkRedactorAnswer(b *testing.B) {
+	words := strings.Fields("This is gpt-5.4-mini, simulated by limitscope on its openai endpoint. You asked: Tell me a long story. " +
+		"This request fit within its simulated limits and so it streams its answer word by word, as a provider does, until it ends here.")
+	deltas := make([]string, len(words))
+	for i, w := range words {
+		deltas[i] = w + " "
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewRedactor(key)
+		for _, d := range deltas {
+			_ = r.Text(d)
+		}
+		_ = r.Flush()
+	}
 }
