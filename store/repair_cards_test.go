@@ -199,3 +199,35 @@ func TestRepairKeepsABucketOfANewerLimitscope(t *testing.T) {
 		return nil
 	})
 }
+
+// A small bucket lives inline, inside its parent's page: when bbolt cannot
+// open the file (both meta pages broken), repair reads its records from
+// the pages too. The cooldown (a stop a person must clear) and the session
+// stay; they were dropped without a word before.
+func TestRepairSalvagesInlineBuckets(t *testing.T) {
+	path := tempDB(t)
+	recordAll(t, path, SessionInfo{Command: "send"}, okSpec("c1", t0, tOpenAI), okSpec("c2", t0.Add(time.Second), tOpenAI))
+	if err := NewCooldowns(path, Options{}).Set(retry.Cooldown{Scope: "account:openai:946ae4c7aaee", Target: tOpenAI.String(), Code: "insufficient_quota"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int{16, 4096 + 16} {
+		raw[off+20] ^= 0xff // both meta pages' checksums fail
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Repair(context.Background(), path, t0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cds, err := NewCooldowns(path, Options{}).List(); err != nil || len(cds) != 1 || cds[0].Code != "insufficient_quota" || res.Copied["cooldowns"] != 1 {
+		t.Errorf("the cooldown after repair: %+v %v (%s)", cds, err, res.Summary())
+	}
+	if res.Copied["sessions"] != 1 || res.Lost["sessions"] != 0 || res.Copied["calls"] != 2 {
+		t.Errorf("the session after repair: %s", res.Summary())
+	}
+}
