@@ -2,14 +2,94 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"sort"
 	"time"
 
+	"github.com/limitscope/limitscope/fleet"
+	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 )
 
+// registerState adds --state to a review command's flags.
+func registerState(fs *flag.FlagSet) *string {
+	return fs.String("state", "", "the fleet's shared state: redis://HOST:PORT/DB or rediss:// (also LIMITSCOPE_REDIS_URL; password from the URL or REDISCLI_AUTH)")
+}
+
+// reviewState is the shared state's URL, from --state (flagVal) or else
+// LIMITSCOPE_REDIS_URL, and which of them named it; "" when neither does.
+// Its errors never quote the URL.
+func reviewState(a *app, flagVal string) (url, source string, err error) {
+	url, source = flagVal, "--state"
+	if url == "" {
+		url, source = a.getenv("LIMITSCOPE_REDIS_URL"), "LIMITSCOPE_REDIS_URL"
+	}
+	if url == "" {
+		return "", "", nil
+	}
+	if _, err := fleet.ParseURL(url, a.getenv); err != nil {
+		return "", "", fmt.Errorf("%s: shared state URL: %w", source, err)
+	}
+	return url, source, nil
+}
+
+// sharedCooldowns opens the shared state at url for a review command, with
+// its cooldowns: Redis's alone (the history file's are read and cleared
+// apart, and none of them is pushed to Redis). Fleet.Up says whether Redis
+// answered. Close the Fleet.
+func sharedCooldowns(ctx context.Context, a *app, url, cmd string) (*fleet.Fleet, *fleet.Cooldowns, error) {
+	f, err := fleet.Open(ctx, url, fleet.Options{Getenv: a.getenv, Command: cmd})
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, fleet.NewCooldowns(f, retry.NewMemoryCooldowns()), nil
+}
+
+// cooldownRow is one cooldown as `cooldowns` lists it: in this machine's
+// history file (local), in the fleet's shared state (shared), or both.
+type cooldownRow struct {
+	retry.Cooldown
+	local, shared bool
+}
+
+// where says where a cooldown is kept.
+func (r cooldownRow) where() string {
+	switch {
+	case r.local && r.shared:
+		return "local+shared"
+	case r.shared:
+		return "shared"
+	}
+	return "local"
+}
+
+// mergeCooldowns lists local's and shared's cooldowns by scope; a scope in
+// both shows the shared one (its time left is Redis's).
+func mergeCooldowns(local, shared []retry.Cooldown) []cooldownRow {
+	by := map[string]*cooldownRow{}
+	for _, c := range local {
+		by[c.Scope] = &cooldownRow{Cooldown: c, local: true}
+	}
+	for _, c := range shared {
+		if r := by[c.Scope]; r != nil {
+			r.Cooldown, r.shared = c, true
+		} else {
+			by[c.Scope] = &cooldownRow{Cooldown: c, shared: true}
+		}
+	}
+	out := make([]cooldownRow, 0, len(by))
+	for _, r := range by {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
+	return out
+}
+
 // runCooldowns is `limitscope cooldowns [--json]` and
-// `limitscope cooldowns clear [SCOPE|--all]`.
+// `limitscope cooldowns clear [SCOPE|--all]`. With --state (or
+// LIMITSCOPE_REDIS_URL) the fleet's shared stops are listed too, and
+// cleared for every process.
 func runCooldowns(ctx context.Context, a *app, args []string) int {
 	clearing := len(args) > 0 && args[0] == "clear"
 	if clearing {
@@ -22,12 +102,17 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
 	fs := newReviewFlagSet(name)
 	hf.register(fs, false, 0)
+	stateFlag := registerState(fs)
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 1 || (!clearing && len(pos) > 0) {
 		return usageErr(a, name, fmt.Errorf("unexpected argument %q (usage: limitscope cooldowns [clear [SCOPE]])", pos[len(pos)-1]))
+	}
+	url, _, err := reviewState(a, *stateFlag)
+	if err != nil {
+		return usageErr(a, name, err)
 	}
 	path, err := hf.path(a)
 	if err != nil {
@@ -38,43 +123,80 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
+	var fl *fleet.Fleet
+	var shared *fleet.Cooldowns // nil: no shared state, or Redis away
+	var sharedList []retry.Cooldown
+	where := "" // the shared state, redacted
+	if url != "" {
+		var sc *fleet.Cooldowns
+		fl, sc, err = sharedCooldowns(ctx, a, url, name)
+		if err != nil {
+			return usageErr(a, name, err)
+		}
+		defer func() { _ = fl.Close() }()
+		where = fl.Where()
+		if fl.Up() {
+			shared = sc
+			if sharedList, err = sc.List(); err != nil || !fl.Up() {
+				shared, sharedList = nil, nil
+			}
+		}
+		if shared == nil {
+			what := "these are this machine's cooldowns only"
+			if clearing {
+				what = "nothing was cleared for the fleet, only on this machine"
+			}
+			fmt.Fprintf(a.stderr, "limitscope: the shared state at %s is unreachable: %s\n", where, what)
+		}
+	}
+	rows := mergeCooldowns(list, sharedList)
 	now := a.now()
 	if clearing {
 		var cleared []string
-		if len(pos) == 0 {
-			if len(list) > 0 {
-				if _, err := cd.ClearAll(); err != nil {
+		failed := false
+		for _, r := range rows {
+			if len(pos) == 1 && r.Scope != pos[0] {
+				continue
+			}
+			if r.local {
+				if err := cd.Clear(r.Scope); err != nil {
 					return histFail(a, err)
 				}
 			}
-			for _, c := range list {
-				cleared = append(cleared, c.Scope)
+			if r.shared {
+				if err := shared.Clear(r.Scope); err != nil || !fl.Up() {
+					fmt.Fprintf(a.stderr, "limitscope: %s was not cleared in the shared state at %s: Redis did not answer\n", r.Scope, where)
+					failed = true
+					continue
+				}
 			}
-		} else {
-			found := false
-			for _, c := range list {
-				found = found || c.Scope == pos[0]
-			}
-			if !found {
-				fmt.Fprintf(a.stderr, "limitscope: no cooldown %q (see limitscope cooldowns)\n", pos[0])
-				return exitFailed
-			}
-			if err := cd.Clear(pos[0]); err != nil {
-				return histFail(a, err)
-			}
-			cleared = []string{pos[0]}
+			cleared = append(cleared, r.Scope)
+		}
+		if len(pos) == 1 && len(cleared) == 0 && !failed {
+			fmt.Fprintf(a.stderr, "limitscope: no cooldown %q (see limitscope cooldowns)\n", pos[0])
+			return exitFailed
 		}
 		if hf.asJSON {
 			if cleared == nil {
 				cleared = []string{}
 			}
-			return writeJSON(a, map[string]any{"db": path, "cleared": cleared})
+			doc := map[string]any{"db": path, "cleared": cleared}
+			if where != "" {
+				doc["state"] = where
+			}
+			if code := writeJSON(a, doc); code != exitOK {
+				return code
+			}
+		} else {
+			if len(cleared) == 0 && !failed {
+				fmt.Fprintln(a.stdout, "no cooldowns to clear")
+			}
+			for _, s := range cleared {
+				fmt.Fprintf(a.stdout, "cleared %s\n", s)
+			}
 		}
-		if len(cleared) == 0 {
-			fmt.Fprintln(a.stdout, "no cooldowns to clear")
-		}
-		for _, s := range cleared {
-			fmt.Fprintf(a.stdout, "cleared %s\n", s)
+		if failed || (url != "" && shared == nil) {
+			return exitFailed // the fleet still holds what was asked cleared
 		}
 		return exitOK
 	}
@@ -87,13 +209,17 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 			Target  string  `json:"target"`
 			Code    string  `json:"code"`
 			Message string  `json:"message"`
+			Local   bool    `json:"local"`  // in this machine's history file
+			Shared  bool    `json:"shared"` // in the fleet's shared state
 		}
 		doc := struct {
 			DB        string   `json:"db"`
+			State     string   `json:"state,omitempty"` // the shared state, redacted
 			Cooldowns []cdJSON `json:"cooldowns"`
-		}{DB: path, Cooldowns: []cdJSON{}}
-		for _, c := range list {
-			j := cdJSON{Scope: c.Scope, Active: c.Active(now), Since: c.Since.UTC().Format(time.RFC3339Nano), Target: c.Target, Code: c.Code, Message: c.Message}
+		}{DB: path, State: where, Cooldowns: []cdJSON{}}
+		for _, c := range rows {
+			j := cdJSON{Scope: c.Scope, Active: c.Active(now), Since: c.Since.UTC().Format(time.RFC3339Nano), Target: c.Target, Code: c.Code, Message: c.Message,
+				Local: c.local, Shared: c.shared}
 			if !c.Until.IsZero() {
 				u := c.Until.UTC().Format(time.RFC3339Nano)
 				j.Until = &u
@@ -103,14 +229,18 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 		return writeJSON(a, doc)
 	}
 	o := newTextOut(a)
-	if len(list) == 0 {
+	if len(rows) == 0 {
 		if o.tty {
 			fmt.Fprintln(a.stdout, "no cooldowns")
 		}
 		return exitOK
 	}
-	var rows [][]cell
-	for _, c := range list {
+	header := []string{"SCOPE", "STATE", "UNTIL", "TARGET", "CODE", "SINCE", "MESSAGE"}
+	if url != "" {
+		header = append(header[:2:2], append([]string{"WHERE"}, header[2:]...)...)
+	}
+	var cells [][]cell
+	for _, c := range rows {
 		state, color := "active", o.bad
 		if !c.Active(now) {
 			state, color = "ended", o.dim
@@ -122,8 +252,12 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 				until += " (in " + roundDur(c.Until.Sub(now)).String() + ")"
 			}
 		}
-		rows = append(rows, []cell{{c.Scope, o.id}, {state, color}, {until, nil}, {c.Target, nil}, {c.Code, nil}, {o.when(c.Since), o.dim}, {c.Message, o.dim}})
+		row := []cell{{c.Scope, o.id}, {state, color}, {until, nil}, {c.Target, nil}, {c.Code, nil}, {o.when(c.Since), o.dim}, {c.Message, o.dim}}
+		if url != "" {
+			row = append(row[:2:2], append([]cell{{c.where(), nil}}, row[2:]...)...)
+		}
+		cells = append(cells, row)
 	}
-	o.table([]string{"SCOPE", "STATE", "UNTIL", "TARGET", "CODE", "SINCE", "MESSAGE"}, rows)
+	o.table(header, cells)
 	return exitOK
 }

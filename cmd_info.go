@@ -7,20 +7,48 @@ import (
 	"strings"
 
 	"github.com/limitscope/limitscope/calls"
+	"github.com/limitscope/limitscope/fleet"
 	"github.com/limitscope/limitscope/store"
 )
 
-// runInfo is `limitscope info`: the paths in use, like `k9s info`.
+// infoState is the state backend `info` reports: the history file alone,
+// or the fleet's shared state in Redis over it.
+type infoState struct {
+	Backend   string `json:"backend"`          // "local" or "redis"
+	URL       string `json:"url,omitempty"`    // redacted (fleet.Redact)
+	Source    string `json:"source,omitempty"` // --state or LIMITSCOPE_REDIS_URL
+	Reachable *bool  `json:"reachable,omitempty"`
+}
+
+// runInfo is `limitscope info`: the paths in use, like `k9s info`, and the
+// state backend (with --state or LIMITSCOPE_REDIS_URL, whether its Redis
+// answers).
 func runInfo(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
 	fs := newReviewFlagSet("info")
 	hf.register(fs, false, 0)
+	stateFlag := registerState(fs)
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageErr(a, "info", fmt.Errorf("unexpected argument %q", pos[0]))
+	}
+	url, source, err := reviewState(a, *stateFlag)
+	if err != nil {
+		return usageErr(a, "info", err)
+	}
+	st := infoState{Backend: "local"}
+	if url != "" {
+		st = infoState{Backend: "redis", URL: fleet.Redact(url), Source: source}
+		f, err := fleet.Open(ctx, url, fleet.Options{Getenv: a.getenv, Command: "info"})
+		if err != nil {
+			return usageErr(a, "info", err)
+		}
+		up := f.Up()
+		st.Reachable = &up
+		_ = f.Close()
 	}
 	p, perr := store.ResolvePaths(a.getenv)
 	if hf.db != "" {
@@ -32,12 +60,13 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	doc := struct {
 		Version string `json:"version"`
 		store.Paths
-		DBExists       bool   `json:"db_exists"`
-		DBBytes        int64  `json:"db_bytes"`
-		Schema         int    `json:"schema"`
-		ProxyTokenFile string `json:"proxy_token_file,omitempty"`
-		ProxyToken     string `json:"proxy_token,omitempty"`
-	}{Version: version, Paths: p, Schema: store.SchemaVersion}
+		DBExists       bool      `json:"db_exists"`
+		DBBytes        int64     `json:"db_bytes"`
+		Schema         int       `json:"schema"`
+		ProxyTokenFile string    `json:"proxy_token_file,omitempty"`
+		ProxyToken     string    `json:"proxy_token,omitempty"`
+		State          infoState `json:"state"`
+	}{Version: version, Paths: p, Schema: store.SchemaVersion, State: st}
 	// The proxy's token is made on first use; this is where a user reads it
 	// to give their application (it is never logged).
 	if p.ConfigDir != "" {
@@ -65,6 +94,17 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		{{"history", o.bold}, {p.DB, o.id}, {dbNote, o.dim}},
 		{{"state dir", o.bold}, {p.StateDir, nil}, {"", nil}},
 		{{"config dir", o.bold}, {p.ConfigDir, nil}, {paren(p.ConfigSource), o.dim}},
+	}
+	if st.Backend == "redis" {
+		note := "(" + st.Source + ", shared with every process on it; "
+		if *st.Reachable {
+			note += "reachable)"
+		} else {
+			note += "unreachable: each process falls back to its own)"
+		}
+		rows = append(rows, []cell{{"state", o.bold}, {st.URL, o.id}, {note, o.dim}})
+	} else {
+		rows = append(rows, []cell{{"state", o.bold}, {"local", nil}, {"(this process's own, the history file's cooldowns; --state or LIMITSCOPE_REDIS_URL shares it)", o.dim}})
 	}
 	if doc.ProxyToken != "" {
 		rows = append(rows, []cell{{"proxy token", o.bold}, {doc.ProxyToken, nil}, {"(" + doc.ProxyTokenFile + ", 0600)", o.dim}})

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,8 +16,9 @@ import (
 // document, kept in its own bucket by target and time, so that a later
 // session shows it and `history cards` compares a target's cards over time.
 // The bucket is made on the first card; files without it read as holding
-// none. Cards are not part of the call history: prune and repair leave
-// them alone (a repair keeps the call buckets only).
+// none. Cards are not part of the call history: prune leaves them alone;
+// repair copies them like the call records, each checked (validCard), and
+// salvages them from pages bbolt cannot reach.
 
 var bCards = []byte("cards")
 
@@ -40,8 +44,11 @@ func SaveCard(path, target string, at time.Time, card []byte) error {
 	if len(card) > MaxCardSize {
 		return fmt.Errorf("limits card: %d bytes, over %d", len(card), MaxCardSize)
 	}
-	if target == "" {
-		return errors.New("limits card: no target")
+	if !validCardTarget([]byte(target)) {
+		return fmt.Errorf("limits card: target %q is not provider/model", target)
+	}
+	if !validCardJSON(target, card) {
+		return errors.New("limits card: not a JSON object, or one naming another target")
 	}
 	return update(path, DefaultLockTimeout, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bCards)
@@ -89,4 +96,50 @@ func Cards(path, target string, limit int) ([]CardRecord, error) {
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+// maxCardTarget bounds a card key's target: longer ones are damage.
+const maxCardTarget = 512
+
+// validCardTarget reports whether t can be a card's target: provider/model
+// in printable UTF-8, without a zero byte (the key's separator).
+func validCardTarget(t []byte) bool {
+	if len(t) < 3 || len(t) > maxCardTarget || !utf8.Valid(t) || bytes.IndexByte(t, '/') <= 0 {
+		return false
+	}
+	for _, r := range string(t) {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validCardJSON reports whether card is a JSON object of at most
+// MaxCardSize bytes whose "target" member, when it has one, is target.
+func validCardJSON(target string, card []byte) bool {
+	card = bytes.TrimSpace(card)
+	if len(card) < 2 || len(card) > MaxCardSize || card[0] != '{' || !json.Valid(card) {
+		return false
+	}
+	var head struct {
+		Target *string `json:"target"`
+	}
+	if json.Unmarshal(card, &head) != nil {
+		return false // a "target" that is not a string
+	}
+	return head.Target == nil || *head.Target == target
+}
+
+// validCard reports whether k and v are a card as SaveCard stores them:
+// the key a target, a zero byte and 8 bytes of time, the value the card.
+// Repair copies only such records, and salvage recognises cards by it.
+func validCard(k, v []byte) bool {
+	return validCardKey(k) && validCardJSON(string(k[:len(k)-9]), v)
+}
+
+// validCardKey reports whether k is a card's key: a target, a zero byte
+// and 8 bytes of time.
+func validCardKey(k []byte) bool {
+	return len(k) >= 9 && k[len(k)-9] == 0 && validCardTarget(k[:len(k)-9])
 }

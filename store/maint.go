@@ -229,7 +229,8 @@ func Compact(ctx context.Context, path string, timeout time.Duration) (CompactRe
 func syncDir(dir string) { _ = syncDirErr(dir) }
 
 // RepairResult reports what repair copied and what it could not, by kind
-// (the bucket names: "calls", "sessions", "attempts", "text", "cooldowns").
+// (the bucket names: "calls", "sessions", "attempts", "text", "cooldowns",
+// "cards", and any bucket of a newer limitscope copied as it is).
 type RepairResult struct {
 	Kept     string         `json:"kept"` // where the old file now is
 	Copied   map[string]int `json:"copied"`
@@ -251,13 +252,23 @@ type RepairResult struct {
 // Summary is one honest line: what was copied, and every record skipped or
 // known lost, by count and kind.
 func (r *RepairResult) Summary() string {
-	kinds := []string{"calls", "attempts", "sessions", "text", "cooldowns"}
+	kinds := []string{"calls", "attempts", "sessions", "text", "cooldowns", "cards"}
 	part := func(m map[string]int) string {
 		var p []string
 		for _, k := range kinds {
 			if m[k] > 0 {
 				p = append(p, fmt.Sprintf("%d %s", m[k], k))
 			}
+		}
+		var others []string // buckets this limitscope does not know
+		for k, n := range m {
+			if n > 0 && !slices.Contains(kinds, k) {
+				others = append(others, k)
+			}
+		}
+		slices.Sort(others)
+		for _, k := range others {
+			p = append(p, fmt.Sprintf("%d of bucket %q", m[k], k))
 		}
 		return strings.Join(p, ", ")
 	}
@@ -411,10 +422,24 @@ func looksLikeBolt(path string) (bool, error) {
 	return false, nil
 }
 
+// repairBuckets are the buckets repair checks record by record and
+// salvages from the pages: every bucket but meta (whose schema and journal
+// markers it copies) and ids (rebuilt from the calls), and the cards.
+var repairBuckets = slices.Concat(allBuckets[1:], [][]byte{bCards})
+
+// knownBucket reports whether name is a bucket of this limitscope.
+func knownBucket(name []byte) bool {
+	return slices.ContainsFunc(repairBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) || bytes.Equal(name, bMeta)
+}
+
 // Repair copies every readable record of a damaged history file into a
 // fresh one, keeps the old file beside it (history.db.broken-TIME), and
-// puts the fresh one in its place. A file that is not a bbolt file at all,
-// or a healthy file of another program, is refused and left as it is.
+// puts the fresh one in its place: the call records, cooldowns and limits
+// cards, each checked and salvaged from pages bbolt cannot reach; the meta
+// bucket's schema and journal markers; and a bucket of a newer limitscope
+// as it is (bbolt's walk only, said in Problems). A file that is not a
+// bbolt file at all, or a healthy file of another program, is refused and
+// left as it is.
 func Repair(ctx context.Context, path string, now time.Time, timeout time.Duration) (RepairResult, error) {
 	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}, Lost: map[string]int{}}
 	ok, err := looksLikeBolt(path)
@@ -449,6 +474,8 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	seqs := map[string]uint64{}
 	var schema []byte
 	var markers []kv
+	var others [][]byte               // buckets of a newer limitscope: copied unchecked
+	skippedCards := map[string]bool{} // the walk's unreadable cards' keys
 	if src != nil {
 		// bbolt trusts the tree's links: a cycle would send its cursor
 		// round for ever. Walk the branches first; a bad tree is left to
@@ -474,8 +501,16 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 					markers = journalMarkers(m)
 				} else {
 					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-						if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
+						if !knownBucket(name) {
 							foreign = true
+						}
+						return nil
+					})
+				}
+				if !foreign {
+					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+						if !knownBucket(name) {
+							others = append(others, slices.Clone(name))
 						}
 						return nil
 					})
@@ -486,8 +521,9 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 		if foreign {
 			return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign})
 		}
-		for _, name := range allBuckets[1:] {
+		for _, name := range slices.Concat(repairBuckets, others) {
 			bname := string(name)
+			known := knownBucket(name)
 			err := guard(path, func() error {
 				return src.View(func(tx *bolt.Tx) error {
 					b := tx.Bucket(name)
@@ -503,8 +539,11 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 						if ctx.Err() != nil {
 							return ctx.Err()
 						}
-						if v == nil || !validRecord(name, k, v) {
+						if v == nil || (known && !validRecord(name, k, v)) {
 							res.Skipped[bname]++
+							if bname == string(bCards) {
+								skippedCards[string(k)] = true
+							}
 							continue
 						}
 						data[bname] = append(data[bname], rec{slices.Clone(k), slices.Clone(v)})
@@ -518,6 +557,9 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 			}
 			if err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: stopped at a damaged page: %v", bname, err))
+			}
+			if !known {
+				res.Problems = append(res.Problems, fmt.Sprintf("bucket %q is not one this limitscope knows (a newer one wrote it): its %d readable records were copied as they are, unchecked, and none could be salvaged from a damaged page", bname, len(data[bname])))
 			}
 		}
 	}
@@ -539,7 +581,7 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 			res.Problems = append(res.Problems, fmt.Sprintf("%d damaged pages: their records are lost and cannot be counted", damaged))
 			res.DamagedPages = damaged
 		}
-		for _, name := range allBuckets[1:] {
+		for _, name := range repairBuckets {
 			bname := string(name)
 			have := map[string]int{}
 			for i, r := range data[bname] {
@@ -556,6 +598,17 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 				}
 			}
 			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
+		}
+		// The damaged cards salvage met and no readable copy replaced,
+		// unless the walk counted them already.
+		cards := map[string]bool{}
+		for _, r := range data[string(bCards)] {
+			cards[string(r.k)] = true
+		}
+		for k := range found[unreadableCards] {
+			if !cards[k] && !skippedCards[k] {
+				res.Skipped[string(bCards)]++
+			}
 		}
 	}
 
@@ -588,8 +641,19 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 				}
 			}
 		}
-		for _, name := range allBuckets[1:] {
+		for _, name := range slices.Concat(repairBuckets, others) {
 			b := tx.Bucket(name)
+			if b == nil {
+				// The cards and newer buckets: made when the old file had
+				// them or something of theirs was salvaged.
+				if _, had := seqs[string(name)]; !had && len(data[string(name)]) == 0 {
+					continue
+				}
+				var err error
+				if b, err = tx.CreateBucket(name); err != nil {
+					return fmt.Errorf("create bucket %s: %w", name, err)
+				}
+			}
 			b.FillPercent = 1.0
 			var maxSeq uint64
 			for _, r := range data[string(name)] {
@@ -659,6 +723,8 @@ func validRecord(bucket, k, v []byte) bool {
 		return err == nil
 	case string(bText):
 		return validTextKey(k)
+	case string(bCards):
+		return validCard(k, v)
 	case string(bIDs):
 		return false // rebuilt from the calls
 	}

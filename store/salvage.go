@@ -92,8 +92,6 @@ func salvageCandidates(path string, extraFree map[int]bool) (out map[string]map[
 		}
 	}
 	live, free := pageMap(raw, meta)
-	const bucketLeaf = 0x01
-	type elem struct{ k, v []byte }
 	var elems []elem
 	for off := 2 * pageSize; off+16 <= len(raw); off += pageSize {
 		id := off / pageSize
@@ -109,27 +107,9 @@ func salvageCandidates(path string, extraFree map[int]bool) (out map[string]map[
 			end = len(raw)
 			bad = true
 		}
-		elems = elems[:0]
-		for i := 0; i < count; i++ {
-			el := off + 16 + i*16
-			if el+16 > end {
-				bad = true
-				break
-			}
-			eflags := binary.LittleEndian.Uint32(raw[el:])
-			pos := int(binary.LittleEndian.Uint32(raw[el+4:]))
-			ks := int(binary.LittleEndian.Uint32(raw[el+8:]))
-			vs := int(binary.LittleEndian.Uint32(raw[el+12:]))
-			ko := el + pos
-			if eflags&bucketLeaf != 0 {
-				continue
-			}
-			if pos <= 0 || ks <= 0 || vs <= 0 || ko+ks+vs > end || ko+ks+vs < ko {
-				bad = true
-				continue
-			}
-			elems = append(elems, elem{raw[ko : ko+ks], raw[ko+ks : ko+ks+vs]})
-		}
+		var elemsBad bool
+		elems, elemsBad = leafElems(raw[off:end], count, elems[:0], 0)
+		bad = bad || elemsBad
 		switch {
 		case bad:
 			cur = trustDamaged
@@ -144,6 +124,51 @@ func salvageCandidates(path string, extraFree map[int]bool) (out map[string]map[
 		}
 	}
 	return out, damaged, nil
+}
+
+// elem is one key/value element of a leaf page.
+type elem struct{ k, v []byte }
+
+// leafElems appends to elems the key/value elements of the leaf page p
+// (count of them, from its header) and those of the inline buckets it
+// holds: a bucket of a few records (a file's sessions, cooldowns or
+// cards, often) is kept inside its parent's leaf, as a bucket element
+// whose value is a 16-byte header (root page 0) and a leaf page. bad
+// reports an element that does not hold together.
+func leafElems(p []byte, count int, elems []elem, depth int) (_ []elem, bad bool) {
+	const bucketLeaf = 0x01
+	le := binary.LittleEndian
+	for i := 0; i < count; i++ {
+		el := pageHeader + i*16
+		if el+16 > len(p) {
+			return elems, true
+		}
+		eflags := le.Uint32(p[el:])
+		pos, ks, vs := int(le.Uint32(p[el+4:])), int(le.Uint32(p[el+8:])), int(le.Uint32(p[el+12:]))
+		ko := el + pos
+		if pos <= 0 || ks <= 0 || vs <= 0 || ko+ks+vs > len(p) || ko+ks+vs < ko {
+			bad = bad || eflags&bucketLeaf == 0 // a bucket's is checked by its tree
+			continue
+		}
+		v := p[ko+ks : ko+ks+vs]
+		if eflags&bucketLeaf == 0 {
+			elems = append(elems, elem{p[ko : ko+ks], v})
+			continue
+		}
+		// A bucket: an inline one's page follows its header.
+		if vs < 16+pageHeader || le.Uint64(v) != 0 || depth >= 4 {
+			continue
+		}
+		in := v[16:]
+		if le.Uint16(in[8:]) != flagLeaf {
+			bad = true
+			continue
+		}
+		var inBad bool
+		elems, inBad = leafElems(in, int(le.Uint16(in[10:])), elems, depth+1)
+		bad = bad || inBad
+	}
+	return elems, bad
 }
 
 // newestMeta is the valid meta page of the highest transaction at any page
@@ -245,11 +270,26 @@ func pageMap(raw []byte, m boltMeta) (live, free map[int]bool) {
 	return live, free
 }
 
+// unreadableCards is salvage's pseudo-bucket of the card keys found with a
+// value that is no card.
+const unreadableCards = "cards\x00unreadable"
+
 // maxScopeLen bounds a cooldown's scope (its key): longer keys are damage.
 const maxScopeLen = 1024
 
 func classify(k, v []byte, put func(string, []byte, []byte, func([]byte) bool), longer func([]byte) func([]byte) bool) {
 	switch {
+	case len(v) > 0 && v[0] == '{' && validCard(k, v):
+		// A limits card: its value is JSON, where every call record's
+		// starts with its version byte (a prompt's text can be JSON, but
+		// a text key, starting with the top bytes of a time, is never a
+		// card's target).
+		put(string(bCards), k, v, longer(v))
+	case validCardKey(k):
+		// A card's key (no other record's key is a target, a zero byte
+		// and a time) with a value that is no card: a damaged card,
+		// which repair counts as skipped unless a readable copy is found.
+		put(unreadableCards, k, []byte{0}, func([]byte) bool { return false })
 	case len(k) == keyLen+3 && validTextKey(k):
 		put(string(bText), k, v, longer(v))
 	case len(k) == keyLen+3:
