@@ -29,7 +29,7 @@ var reviewUsage = map[string]string{
 	"info":             "limitscope info [--json]",
 }
 
-const cooldownsUsage = "limitscope cooldowns [--json]        the quota cooldowns recorded\n  limitscope cooldowns clear [SCOPE]   end one cooldown (its scope, from the list), or every one"
+const cooldownsUsage = "limitscope cooldowns [--json] [--state URL]        the quota cooldowns recorded (with --state, the fleet's too)\n  limitscope cooldowns clear [SCOPE] [--state URL]   end one cooldown (its scope, from the list), or every one"
 
 // newReviewFlagSet is the flag set of a review (sub)command.
 func newReviewFlagSet(name string) *flag.FlagSet {

@@ -227,8 +227,8 @@ func (r *Recorder) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) 
 }
 
 func (r *Recorder) record(ev retry.Event, c *retry.Call) {
-	if ev.Kind == retry.EventText || ev.Kind == retry.EventThinking {
-		return
+	if ev.Kind == retry.EventText || ev.Kind == retry.EventThinking || ev.Kind == retry.EventUsage {
+		return // the attempt's end carries what is kept of them
 	}
 	// Copy what the engine points at, so later changes cannot race.
 	if ev.Attempt != nil {
