@@ -55,21 +55,38 @@ func anthropicMessages(req Request) []map[string]string {
 // rounded to thousands).
 func anthropicLimits(_ *ProviderInfo, h http.Header, now time.Time) *Limits {
 	l := &Limits{At: now}
-	l.Requests = anthropicWindow(h, "requests", now, false)
-	l.Tokens = anthropicWindow(h, "tokens", now, true)
-	l.InputTokens = anthropicWindow(h, "input-tokens", now, true)
-	l.OutputTokens = anthropicWindow(h, "output-tokens", now, true)
+	l.Requests = anthropicWindow(h, &anthropicHeaders[0], now, false)
+	l.Tokens = anthropicWindow(h, &anthropicHeaders[1], now, true)
+	l.InputTokens = anthropicWindow(h, &anthropicHeaders[2], now, true)
+	l.OutputTokens = anthropicWindow(h, &anthropicHeaders[3], now, true)
 	if l.Empty() {
 		return nil
 	}
 	return l
 }
 
-func anthropicWindow(h http.Header, kind string, now time.Time, rounded bool) *Window {
-	p := "Anthropic-Ratelimit-" + kind + "-"
-	lim, okL := parseCount(h.Get(p + "Limit"))
-	rem, okR := parseCount(h.Get(p + "Remaining"))
-	reset, okT := parseReset(h.Get(p+"Reset"), now)
+// anthropicHeaders are each window's limit, remaining and reset headers,
+// in canonical form so that reading them allocates nothing (every
+// response without OpenAI's headers is tried for them). Never written.
+var anthropicHeaders = [4][3]string{
+	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
+	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
+}
+
+// headerValue is h's first value for the canonical key k.
+func headerValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func anthropicWindow(h http.Header, names *[3]string, now time.Time, rounded bool) *Window {
+	lim, okL := parseCount(headerValue(h, names[0]))
+	rem, okR := parseCount(headerValue(h, names[1]))
+	reset, okT := parseReset(headerValue(h, names[2]), now)
 	if !okL && !okR && !okT {
 		return nil
 	}

@@ -77,8 +77,12 @@ func ParseDuration(s string) (time.Duration, bool) {
 	if s == "" || s[0] == '-' {
 		return 0, false
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return clampSeconds(f)
+	// A bare number is seconds; only one that ends like a number is tried
+	// as one (a failed ParseFloat allocates its error, and "120ms" is common).
+	if c := s[len(s)-1]; c == '.' || (c >= '0' && c <= '9') {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return clampSeconds(f)
+		}
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {

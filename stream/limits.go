@@ -29,7 +29,7 @@ func parseLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
 			return l
 		}
 	}
-	for _, d := range []*dialectSpec{openaiDialect, anthropicDialect} {
+	for _, d := range [...]*dialectSpec{openaiDialect, anthropicDialect} {
 		if d != own && d.limits != nil {
 			if l := d.limits(p, h, now); l != nil {
 				return l
@@ -69,8 +69,12 @@ func parseReset(v string, now time.Time) (time.Time, bool) {
 	if v == "" {
 		return time.Time{}, false
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, true
+	// Only what starts like a date is tried as one: a failed time.Parse
+	// allocates its error, and OpenAI's resets ("120ms") are durations.
+	if len(v) >= len("2006-01-02T15:04:05Z") && v[4] == '-' {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t, true
+		}
 	}
 	if d, ok := ParseDuration(v); ok {
 		return now.Add(d), true

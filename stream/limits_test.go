@@ -106,3 +106,22 @@ func TestLimitsOnEveryResponse(t *testing.T) {
 		t.Errorf("limits on a 200: %+v %v %q", res.Limits, res.Err, res.RequestID)
 	}
 }
+
+// Reading the limit headers allocates only what it returns: the header
+// names are looked up in canonical form, never built per response (every
+// response without one dialect's headers is tried for the other's).
+func TestParseLimitsAllocatesOnlyItsResult(t *testing.T) {
+	p, _ := lookupProvider("openai")
+	h := http.Header{}
+	h.Set("x-ratelimit-limit-requests", "500")
+	h.Set("x-ratelimit-remaining-requests", "499")
+	h.Set("x-ratelimit-reset-requests", "120ms")
+	now := time.Now()
+	if n := testing.AllocsPerRun(100, func() { _ = parseLimits(&p, h, now) }); n > 2 { // the Limits and its one window
+		t.Errorf("%v allocations per response with OpenAI's headers, want 2", n)
+	}
+	plain := http.Header{"Content-Type": {"text/event-stream"}}
+	if n := testing.AllocsPerRun(100, func() { _ = parseLimits(&p, plain, now) }); n > 2 {
+		t.Errorf("%v allocations per response without limit headers, want at most 2 (the two dialects' empty Limits)", n)
+	}
+}

@@ -66,8 +66,8 @@ func openAIMessages(req Request) []map[string]string {
 // that is per day, as Groq's is).
 func openaiLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
 	l := &Limits{At: now}
-	l.Requests = xWindow(h, "requests", now)
-	l.Tokens = xWindow(h, "tokens", now)
+	l.Requests = xWindow(h, &openaiHeaders[0], now)
+	l.Tokens = xWindow(h, &openaiHeaders[1], now)
 	if l.Requests != nil && p.RequestsPerDay {
 		l.Requests.PerDay = true
 	}
@@ -77,10 +77,17 @@ func openaiLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
 	return l
 }
 
-func xWindow(h http.Header, kind string, now time.Time) *Window {
-	lim, okL := parseCount(h.Get("X-Ratelimit-Limit-" + kind))
-	rem, okR := parseCount(h.Get("X-Ratelimit-Remaining-" + kind))
-	reset, okT := parseReset(h.Get("X-Ratelimit-Reset-"+kind), now)
+// openaiHeaders are each window's limit, remaining and reset headers, in
+// canonical form (reading them allocates nothing). Never written.
+var openaiHeaders = [2][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+}
+
+func xWindow(h http.Header, names *[3]string, now time.Time) *Window {
+	lim, okL := parseCount(headerValue(h, names[0]))
+	rem, okR := parseCount(headerValue(h, names[1]))
+	reset, okT := parseReset(headerValue(h, names[2]), now)
 	if !okL && !okR && !okT {
 		return nil
 	}
@@ -178,7 +185,13 @@ func (d *openaiDecoder) handle(typ, data string) step {
 
 // openaiFast is the part of a Chat Completions chunk the decoder reads.
 type openaiFast struct {
-	Model *string         `json:"model"`
+	Model *string `json:"model"`
+	openaiFastBody
+}
+
+// openaiFastBody is the rest of a chunk: once the model is known, chunks
+// decode into it alone, so the model's string is not made again per chunk.
+type openaiFastBody struct {
 	Error json.RawMessage `json:"error"`
 	Usage *struct {
 		PromptTokens            *float64 `json:"prompt_tokens"`
@@ -207,7 +220,11 @@ type openaiFastDelta struct {
 // ok is false when the map path must decide.
 func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 	var c openaiFast
-	if !fastChunk(trimmed, &c) {
+	var into any = &c
+	if d.model != "" {
+		into = &c.openaiFastBody
+	}
+	if !fastChunk(trimmed, into) {
 		return step{}, false
 	}
 	h := chunkHead{err: c.Error, model: fastString(c.Model)}
