@@ -167,7 +167,9 @@ func TestOTLPExportOfAFailoverCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eng := &retry.Engine{Doer: router, Clock: retrytest.NewFakeClock(time.Now())}
+	// A fixed jitter: the backoff after the 500 is half its base (250 ms),
+	// never under the millisecond the wait event counts in.
+	eng := &retry.Engine{Doer: router, Clock: retrytest.NewFakeClock(time.Now()), Rand: func() float64 { return 0.5 }}
 	oa := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
 	an := stream.Target{Provider: "anthropic", Model: "claude-haiku-4-5"}
 	call := retry.Call{ID: "call-failover", Chain: []stream.Target{oa, an}, Prompt: "secret prompt text", MaxTokens: 64}

@@ -37,7 +37,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -46,6 +45,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // The environment variables read here (the SDK reads the others).
@@ -96,7 +96,12 @@ type Telemetry struct {
 	content bool
 	prom    http.Handler
 	stderr  io.Writer
-	sets    map[setKey]metric.MeasurementOption // the worker's: attribute sets reused
+	// The worker's alone: what export builds once and reuses.
+	sets    map[setKey]recordOpts           // metric attribute sets
+	targets map[stream.Target]*targetInfo   // per target: strings, attributes, sets
+	chains  map[chainKey]attribute.KeyValue // limitscope.chain per chain
+	scratch []attribute.KeyValue            // a span's attributes, before the span copies them
+	opts    []trace.SpanStartOption         // a span's start options
 
 	jobs chan job
 	quit chan struct{}
@@ -169,7 +174,10 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
-		sets:    map[setKey]metric.MeasurementOption{},
+		sets:    map[setKey]recordOpts{},
+		targets: map[stream.Target]*targetInfo{},
+		chains:  map[chainKey]attribute.KeyValue{},
+		scratch: make([]attribute.KeyValue, 0, 32),
 		done:    make(chan struct{}),
 	}
 	if t.stderr == nil {
