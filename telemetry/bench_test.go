@@ -31,7 +31,7 @@ func cpuTime() time.Duration {
 // simulator (all in this process) run three ways, export off, export on to
 // an in-process OTLP/HTTP collector that reads and discards (its CPU counts
 // against export), and export on with the collector unreachable, in
-// interleaved blocks of 100 calls whose order rotates, so that a change in
+// interleaved blocks of 250 calls whose order rotates, so that a change in
 // the machine's load falls on all three alike. Each block is measured in
 // the process's CPU time (getrusage: user + system of every thread, which a
 // loaded machine inflates far less than wall time) and includes its spans
@@ -78,7 +78,7 @@ func BenchmarkThousandCalls(b *testing.B) {
 	eng := &retry.Engine{Doer: router, Clock: retrytest.NewFakeClock(time.Now())}
 	targets := []stream.Target{{Provider: "openai", Model: "gpt-5.4-mini"}, {Provider: "anthropic", Model: "claude-haiku-4-5"},
 		{Provider: "deepseek", Model: "deepseek-chat"}, {Provider: "openai:responses", Model: "gpt-5.4-mini"}}
-	const calls, blocks = 1000, 10
+	const calls, blocks = 1000, 4
 	// Every command has a sink of its own (the console's, send's printer,
 	// the proxy's answer, the history's recorder), so the engine builds its
 	// events with export off too; export wraps that sink.
@@ -109,7 +109,8 @@ func BenchmarkThousandCalls(b *testing.B) {
 	for _, tel := range runs { // warm up: connections, attribute sets, the heap's size
 		run(tel, calls/blocks)
 	}
-	// A round runs each kind's 1,000 calls in blocks of 100, the three
+	// A round runs each kind's 1,000 calls in blocks of 250 (a block's 500
+	// spans go in one batch, about the SDK's default of 512), the three
 	// kinds' blocks interleaved (the order rotating from block to block), so
 	// that a change in the machine's load falls on all three alike.
 	var cpu [3][]float64 // per run kind, per round: CPU of 1,000 calls (us)
