@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,23 +162,110 @@ func (t *Telemetry) export(j job) {
 	}
 }
 
+// targetInfo is what export repeats for every span and measurement of one
+// target, built once: its strings, its attributes and its metric attribute
+// sets. Only the worker uses it.
+type targetInfo struct {
+	spanName  string             // "chat <model>"
+	str       string             // provider[@account]/model
+	genProv   attribute.KeyValue // gen_ai.provider.name
+	reqModel  attribute.KeyValue // gen_ai.request.model
+	respModel attribute.KeyValue // gen_ai.response.model
+	provider  attribute.KeyValue // limitscope.provider
+	servedBy  attribute.KeyValue // limitscope.served_by
+	opOK      recordOpts
+	opServed  recordOpts // an ok attempt of the target that served the call
+	windows   [len(windowNames)]recordOpts
+	tokens    [2]recordOpts // input, output, as the target that served
+}
+
+// windowNames are the limitscope.ratelimit.window values, in stream.Limits'
+// order.
+var windowNames = [...]string{"requests", "tokens", "input_tokens", "output_tokens"}
+
+// info is tg's targetInfo, kept for the next call (up to maxSets targets).
+func (t *Telemetry) info(tg stream.Target) *targetInfo {
+	if ti := t.targets[tg]; ti != nil {
+		return ti
+	}
+	ti := &targetInfo{
+		spanName:  "chat " + tg.Model,
+		str:       tg.String(),
+		genProv:   semconv.GenAIProviderNameKey.String(ProviderName(tg.Provider)),
+		reqModel:  semconv.GenAIRequestModel(tg.Model),
+		respModel: semconv.GenAIResponseModel(tg.Model),
+		provider:  KeyProvider.String(tg.Provider),
+	}
+	ti.servedBy = KeyServedBy.String(ti.str)
+	ti.opOK = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel)
+	ti.opServed = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, ti.respModel)
+	for i, w := range windowNames {
+		ti.windows[i] = t.attrs(ti.genProv, ti.reqModel, ti.provider, KeyWindow.String(w))
+	}
+	ti.tokens[0] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeInput)
+	ti.tokens[1] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeOutput)
+	if len(t.targets) < maxSets {
+		t.targets[tg] = ti
+	}
+	return ti
+}
+
+// chainKey identifies a chain of up to four targets.
+type chainKey [4]stream.Target
+
+// chainAttr is the limitscope.chain attribute of chain, kept for the next
+// call (up to maxSets chains of up to four targets).
+func (t *Telemetry) chainAttr(chain []stream.Target) attribute.KeyValue {
+	var k chainKey
+	cacheable := len(chain) <= len(k)
+	if cacheable {
+		copy(k[:], chain)
+		if kv, ok := t.chains[k]; ok {
+			return kv
+		}
+	}
+	strs := make([]string, len(chain))
+	for i, tg := range chain {
+		strs[i] = t.info(tg).str
+	}
+	kv := KeyChain.StringSlice(strs)
+	if cacheable && len(t.chains) < maxSets {
+		t.chains[k] = kv
+	}
+	return kv
+}
+
+// spanAttrs hands out the worker's attribute buffer, emptied; putAttrs
+// takes it back. A span copies its attributes, so one buffer serves them
+// all.
+func (t *Telemetry) spanAttrs() []attribute.KeyValue { return t.scratch[:0] }
+
+func (t *Telemetry) putAttrs(a []attribute.KeyValue) {
+	clear(a) // keep no prompt or answer text alive
+	t.scratch = a[:0]
+}
+
+// startOpts are a span's start options, in the worker's reused slice.
+func (t *Telemetry) startOpts(at time.Time, kind trace.SpanKind) []trace.SpanStartOption {
+	t.opts = append(t.opts[:0], trace.WithTimestamp(at), trace.WithSpanKind(kind))
+	return t.opts
+}
+
 func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, primary stream.Target) {
-	served := res.ServedBy
-	prov := primary.Provider
-	if served != nil {
-		prov = served.Provider
+	pi := t.info(primary)
+	var si *targetInfo
+	if res.ServedBy != nil {
+		si = t.info(*res.ServedBy)
 	}
-	chain := make([]string, len(c.Chain))
-	for i, tg := range c.Chain {
-		chain[i] = tg.String()
+	attrs := t.spanAttrs()
+	prov := pi.genProv
+	if si != nil {
+		prov = si.genProv
 	}
-	attrs := make([]attribute.KeyValue, 0, 24)
 	attrs = append(attrs,
-		semconv.GenAIOperationNameChat,
-		semconv.GenAIProviderNameKey.String(ProviderName(prov)),
-		semconv.GenAIRequestModel(primary.Model),
+		semconv.GenAIOperationNameChat, prov, pi.reqModel,
 		KeyCallID.String(res.CallID), KeyOutcome.String(string(res.Outcome)),
-		KeyChain.StringSlice(chain),
+		t.chainAttr(c.Chain),
 	)
 	if c.MaxTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(c.MaxTokens))
@@ -185,8 +273,8 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	if c.Route != "" {
 		attrs = append(attrs, KeyRoute.String(sanitize.Printable(c.Route)))
 	}
-	if served != nil {
-		attrs = append(attrs, semconv.GenAIResponseModel(served.Model), KeyServedBy.String(served.String()))
+	if si != nil {
+		attrs = append(attrs, si.respModel, si.servedBy)
 	}
 	if res.Usage != nil {
 		attrs = append(attrs, semconv.GenAIUsageInputTokens(res.Usage.InputTokens), semconv.GenAIUsageOutputTokens(res.Usage.OutputTokens))
@@ -206,18 +294,21 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	if t.content {
 		attrs = append(attrs, contentAttrs(c, res)...)
 	}
-	name := "chat " + primary.Model
-	ctx, root := t.tracer.Start(ctx, name, trace.WithTimestamp(res.Started), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	// Attributes set after Start, not as a start option: the option would
+	// copy them once more.
+	ctx, root := t.tracer.Start(ctx, pi.spanName, t.startOpts(res.Started, trace.SpanKindInternal)...)
+	root.SetAttributes(attrs...)
+	t.putAttrs(attrs)
 	ended := func(a *retry.Attempt) time.Time { return a.StartedAt.Add(a.Duration) }
 	for i := range res.Attempts {
-		t.attemptSpan(ctx, &res.Attempts[i], served)
+		t.attemptSpan(ctx, &res.Attempts[i], res.ServedBy)
 	}
 	for _, m := range res.Moves {
 		at := res.Started
 		if m.Attempt > 0 && m.Attempt <= len(res.Attempts) {
 			at = ended(&res.Attempts[m.Attempt-1])
 		}
-		ea := []attribute.KeyValue{KeyFrom.String(m.From.String()), KeyTo.String(m.To.String()),
+		ea := []attribute.KeyValue{KeyFrom.String(t.info(m.From).str), KeyTo.String(t.info(m.To).str),
 			KeyReason.String(sanitize.Printable(m.Reason)), KeyAttempt.Int(m.Attempt)}
 		if m.ByUser {
 			ea = append(ea, KeyByUser.Bool(true))
@@ -231,7 +322,7 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 		root.AddEvent(EventFailover, trace.WithTimestamp(at), trace.WithAttributes(ea...))
 	}
 	for _, s := range res.Skips {
-		root.AddEvent(EventSkip, trace.WithTimestamp(res.Started), trace.WithAttributes(KeyTarget.String(s.Target.String()),
+		root.AddEvent(EventSkip, trace.WithTimestamp(res.Started), trace.WithAttributes(KeyTarget.String(t.info(s.Target).str),
 			KeyWaitPlanned.Int64(ms(s.Wait)), KeyReason.String(sanitize.Printable(s.Reason))))
 	}
 	if res.Outcome != retry.OutcomeOK {
@@ -250,17 +341,16 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 }
 
 func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *stream.Target) {
-	attrs := make([]attribute.KeyValue, 0, 24)
+	ti := t.info(a.Target)
+	attrs := t.spanAttrs()
 	attrs = append(attrs,
-		semconv.GenAIOperationNameChat,
-		semconv.GenAIProviderNameKey.String(ProviderName(a.Target.Provider)),
-		semconv.GenAIRequestModel(a.Target.Model),
-		KeyAttempt.Int(a.N), KeyProvider.String(a.Target.Provider),
+		semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel,
+		KeyAttempt.Int(a.N), ti.provider,
 		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)),
 	)
 	ok := a.Class == stream.ClassOK
 	if ok && served != nil && served.Provider == a.Target.Provider {
-		attrs = append(attrs, semconv.GenAIResponseModel(served.Model))
+		attrs = append(attrs, t.info(*served).respModel)
 	}
 	if !ok {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(a.Class)))
@@ -301,8 +391,9 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *s
 	if a.FailedOverByUser {
 		attrs = append(attrs, KeyByUser.Bool(true))
 	}
-	name := "chat " + a.Target.Model
-	_, sp := t.tracer.Start(ctx, name, trace.WithTimestamp(a.StartedAt), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	_, sp := t.tracer.Start(ctx, ti.spanName, t.startOpts(a.StartedAt, trace.SpanKindClient)...)
+	sp.SetAttributes(attrs...)
+	t.putAttrs(attrs)
 	if a.Paced > 0 {
 		sp.AddEvent(EventPacing, trace.WithTimestamp(a.StartedAt.Add(-a.Paced)), trace.WithAttributes(
 			KeyDelaySource.String(string(stream.SourceReset)), KeyWaited.Int64(ms(a.Paced))))
@@ -370,13 +461,17 @@ func contentAttrs(c retry.Call, res *retry.Result) []attribute.KeyValue {
 // providers, models, classes and windows seen).
 const maxSets = 4096
 
-// attrs is the measurement option of the attribute set kvs (all string
+// recordOpts is one Record's options: an attribute set, in a slice of its
+// own so that passing it allocates nothing.
+type recordOpts []metric.RecordOption
+
+// attrs is the record options of the attribute set kvs (all string
 // valued), built once and reused: sorting a set for every measurement is
 // most of recording's cost. Only the worker calls it.
-func (t *Telemetry) attrs(kvs ...attribute.KeyValue) metric.MeasurementOption {
+func (t *Telemetry) attrs(kvs ...attribute.KeyValue) recordOpts {
 	var k setKey // an array of the keys and values: no allocation to look up
 	if len(kvs) > len(k)/2 {
-		return metric.WithAttributeSet(attribute.NewSet(kvs...))
+		return recordOpts{metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))}
 	}
 	for i, kv := range kvs {
 		k[2*i], k[2*i+1] = string(kv.Key), kv.Value.AsString()
@@ -384,7 +479,9 @@ func (t *Telemetry) attrs(kvs ...attribute.KeyValue) metric.MeasurementOption {
 	if o, ok := t.sets[k]; ok {
 		return o
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	// A copy: kvs itself does not escape, so a call that finds its set
+	// allocates nothing.
+	o := recordOpts{metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))}
 	if len(t.sets) < maxSets {
 		t.sets[k] = o
 	}
@@ -397,57 +494,53 @@ type setKey [10]string
 // record adds one ended call to the metrics.
 func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 	in := t.inst
-	outcome := KeyOutcome.String(string(res.Outcome))
 	for i := range res.Attempts {
 		a := &res.Attempts[i]
-		prov := semconv.GenAIProviderNameKey.String(ProviderName(a.Target.Provider))
-		model := semconv.GenAIRequestModel(a.Target.Model)
-		var opt metric.MeasurementOption
-		if a.Class != stream.ClassOK {
-			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.ErrorTypeKey.String(string(a.Class)))
-		} else if res.ServedBy != nil && res.ServedBy.Provider == a.Target.Provider {
-			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAIResponseModel(res.ServedBy.Model))
-		} else {
-			opt = t.attrs(semconv.GenAIOperationNameChat, prov, model)
+		ti := t.info(a.Target)
+		var opt recordOpts
+		switch {
+		case a.Class != stream.ClassOK:
+			opt = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, semconv.ErrorTypeKey.String(string(a.Class)))
+		case res.ServedBy != nil && *res.ServedBy == a.Target:
+			opt = ti.opServed
+		case res.ServedBy != nil && res.ServedBy.Provider == a.Target.Provider:
+			opt = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, semconv.GenAIResponseModel(res.ServedBy.Model))
+		default:
+			opt = ti.opOK
 		}
-		in.opDuration.Record(ctx, a.Duration.Seconds(), opt)
+		in.opDuration.Record(ctx, a.Duration.Seconds(), opt...)
 		if a.Waited > 0 {
 			src := string(a.DelaySource)
 			if src == "" {
 				src = "none"
 			}
-			in.waits.Record(ctx, a.Waited.Seconds(), t.attrs(prov, KeyDelaySource.String(src)))
+			in.waits.Record(ctx, a.Waited.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String(src))...)
 		}
 		if a.Paced > 0 {
-			in.waits.Record(ctx, a.Paced.Seconds(), t.attrs(prov, KeyDelaySource.String("pacing")))
+			in.waits.Record(ctx, a.Paced.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String("pacing"))...)
 		}
 		if l := a.Limits; !l.Empty() {
-			for _, w := range []struct {
-				name string
-				w    *stream.Window
-			}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input_tokens", l.InputTokens}, {"output_tokens", l.OutputTokens}} {
-				if w.w == nil {
+			for wi, w := range [len(windowNames)]*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens} {
+				if w == nil {
 					continue
 				}
-				wa := t.attrs(prov, model, KeyProvider.String(a.Target.Provider), KeyWindow.String(w.name))
-				if w.w.HasRemaining {
-					in.remaining.Record(ctx, w.w.Remaining, wa)
+				if w.HasRemaining {
+					in.remaining.Record(ctx, w.Remaining, ti.windows[wi]...)
 				}
-				if w.w.HasLimit {
-					in.limit.Record(ctx, w.w.Limit, wa)
+				if w.HasLimit {
+					in.limit.Record(ctx, w.Limit, ti.windows[wi]...)
 				}
 			}
 		}
 	}
-	oo := t.attrs(outcome)
-	in.attempts.Record(ctx, int64(len(res.Attempts)), oo)
+	oo := t.attrs(KeyOutcome.String(string(res.Outcome)))
+	in.attempts.Record(ctx, int64(len(res.Attempts)), oo...)
 	if !res.Ended.IsZero() {
-		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), oo)
+		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), oo...)
 	}
 	if res.Usage != nil && res.ServedBy != nil {
-		prov := semconv.GenAIProviderNameKey.String(ProviderName(res.ServedBy.Provider))
-		model := semconv.GenAIResponseModel(res.ServedBy.Model)
-		in.tokens.Record(ctx, int64(res.Usage.InputTokens), t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAITokenTypeInput))
-		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), t.attrs(semconv.GenAIOperationNameChat, prov, model, semconv.GenAITokenTypeOutput))
+		si := t.info(*res.ServedBy)
+		in.tokens.Record(ctx, int64(res.Usage.InputTokens), si.tokens[0]...)
+		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), si.tokens[1]...)
 	}
 }

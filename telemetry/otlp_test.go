@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"go.opentelemetry.io/otel"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -167,7 +169,9 @@ func TestOTLPExportOfAFailoverCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eng := &retry.Engine{Doer: router, Clock: retrytest.NewFakeClock(time.Now())}
+	// A fixed jitter: the backoff after the 500 is half its base (250 ms),
+	// never under the millisecond the wait event counts in.
+	eng := &retry.Engine{Doer: router, Clock: retrytest.NewFakeClock(time.Now()), Rand: func() float64 { return 0.5 }}
 	oa := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
 	an := stream.Target{Provider: "anthropic", Model: "claude-haiku-4-5"}
 	call := retry.Call{ID: "call-failover", Chain: []stream.Target{oa, an}, Prompt: "secret prompt text", MaxTokens: 64}
@@ -467,5 +471,36 @@ func TestUnreachableCollectorNeverFailsACall(t *testing.T) {
 	out := stderr.String()
 	if !strings.Contains(out, "not exported") || strings.Contains(out, otlpToken) {
 		t.Errorf("stderr %q: want the count of what was not exported, never the header", out)
+	}
+}
+
+// TestMalformedHeadersNeverPrinted: the SDK logs an OTEL_EXPORTER_OTLP_HEADERS
+// entry it cannot parse, value and all, through OpenTelemetry's global
+// logger (stderr). New silences that logger and says which variable is
+// malformed, without its value.
+func TestMalformedHeadersNeverPrinted(t *testing.T) {
+	for _, v := range []string{
+		"authorization=Bearer%zz" + otlpToken,       // a bad %-escape
+		"Bearer " + otlpToken,                       // no key=
+		"authorization: Bearer " + otlpToken + "=x", // not a header name
+	} {
+		t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", v) // read by the SDK
+		env := map[string]string{telemetry.EnvEndpoint: "http://127.0.0.1:9", telemetry.EnvHeaders: v}
+		var stderr bytes.Buffer
+		otel.SetLogger(funcr.New(func(prefix, args string) { stderr.WriteString(prefix + args + "\n") }, funcr.Options{}))
+		tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: func(k string) string { return env[k] }, Stderr: &stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_ = tel.Close(ctx)
+		cancel()
+		out := stderr.String()
+		if strings.Contains(out, otlpToken) {
+			t.Errorf("headers %q: the value was printed: %s", v, out)
+		}
+		if !strings.Contains(out, "OTEL_EXPORTER_OTLP_HEADERS has a malformed entry") {
+			t.Errorf("headers %q: stderr %q does not name the malformed variable", v, out)
+		}
 	}
 }

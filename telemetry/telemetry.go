@@ -26,18 +26,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -46,6 +48,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // The environment variables read here (the SDK reads the others).
@@ -54,6 +57,9 @@ const (
 	EnvTracesEndpoint  = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	EnvMetricsEndpoint = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
 	EnvProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvHeaders         = "OTEL_EXPORTER_OTLP_HEADERS"
+	EnvTracesHeaders   = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	EnvMetricsHeaders  = "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
 	EnvSDKDisabled     = "OTEL_SDK_DISABLED"
 	EnvTracesExporter  = "OTEL_TRACES_EXPORTER"
 	EnvMetricsExporter = "OTEL_METRICS_EXPORTER"
@@ -96,7 +102,12 @@ type Telemetry struct {
 	content bool
 	prom    http.Handler
 	stderr  io.Writer
-	sets    map[setKey]metric.MeasurementOption // the worker's: attribute sets reused
+	// The worker's alone: what export builds once and reuses.
+	sets    map[setKey]recordOpts           // metric attribute sets
+	targets map[stream.Target]*targetInfo   // per target: strings, attributes, sets
+	chains  map[chainKey]attribute.KeyValue // limitscope.chain per chain
+	scratch []attribute.KeyValue            // a span's attributes, before the span copies them
+	opts    []trace.SpanStartOption         // a span's start options
 
 	jobs chan job
 	quit chan struct{}
@@ -153,6 +164,31 @@ func Enabled(getenv func(string) string) (traces, metrics string) {
 	return traces, metrics
 }
 
+// headersWellFormed reports whether v, an OTEL_EXPORTER_OTLP_HEADERS value,
+// parses as the SDK parses it: comma-separated key=value entries, each key
+// an HTTP token, each value %-decodable.
+func headersWellFormed(v string) bool {
+	if strings.TrimSpace(v) == "" {
+		return true
+	}
+	for _, entry := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(entry, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsFunc(k, func(r rune) bool { return !isTokenChar(r) }) {
+			return false
+		}
+		if _, err := url.PathUnescape(val); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// isTokenChar reports whether r may be in an HTTP header name (RFC 9110 tchar).
+func isTokenChar(r rune) bool {
+	return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
 // New sets up export as the environment asks. It returns nil (and no
 // error) when nothing is to be exported: no OTLP endpoint and no Prometheus.
 func New(ctx context.Context, o Options) (*Telemetry, error) {
@@ -169,11 +205,24 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
-		sets:    map[setKey]metric.MeasurementOption{},
+		sets:    map[setKey]recordOpts{},
+		targets: map[stream.Target]*targetInfo{},
+		chains:  map[chainKey]attribute.KeyValue{},
+		scratch: make([]attribute.KeyValue, 0, 32),
 		done:    make(chan struct{}),
 	}
 	if t.stderr == nil {
 		t.stderr = io.Discard
+	}
+	// The SDK logs what it cannot parse in the OTEL_* variables, a header
+	// entry with its value (often a token) included, through OpenTelemetry's
+	// process-wide logger (stderr by default): that logger is silenced, and a
+	// malformed entry is reported here by variable name only.
+	otel.SetLogger(logr.Discard())
+	for _, name := range []string{EnvHeaders, EnvTracesHeaders, EnvMetricsHeaders} {
+		if (tracesURL != "" || metricsURL != "") && !headersWellFormed(getenv(name)) {
+			fmt.Fprintf(t.stderr, "limitscope: telemetry: %s has a malformed entry (want key=value,...; values %%-encoded); it is not sent\n", name)
+		}
 	}
 	if p := strings.TrimSpace(getenv(EnvProtocol)); (tracesURL != "" || metricsURL != "") && p != "" && p != "http/protobuf" {
 		fmt.Fprintf(t.stderr, "limitscope: telemetry: %s=%s is not supported; exporting OTLP over HTTP (protobuf)\n", EnvProtocol, p)
