@@ -41,8 +41,18 @@ func cpuTime() time.Duration {
 // (export-%, unreachable-%); -v logs every round. A few percent is within
 // one round's noise on a loaded machine: take 20 rounds or more.
 //
+// It runs twice: with the shortest answers (a 32-token cap, the cheapest
+// call there is, so export's fixed cost per call weighs most) and with the
+// simulator's default answer (no cap set: stream's default cap, the
+// simulator's usual answer of a few paragraphs).
+//
 //	go test -run '^$' -bench ThousandCalls -benchtime 20x ./telemetry/
 func BenchmarkThousandCalls(b *testing.B) {
+	b.Run("answer=32-tokens", func(b *testing.B) { benchThousandCalls(b, 32) })
+	b.Run("answer=default", func(b *testing.B) { benchThousandCalls(b, 0) })
+}
+
+func benchThousandCalls(b *testing.B, maxTokens int) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
@@ -86,7 +96,7 @@ func BenchmarkThousandCalls(b *testing.B) {
 	run := func(tel *telemetry.Telemetry, n int) time.Duration {
 		start := cpuTime()
 		for i := range n {
-			call := retry.Call{Chain: []stream.Target{targets[i%len(targets)]}, Prompt: "hello", MaxTokens: 32,
+			call := retry.Call{Chain: []stream.Target{targets[i%len(targets)]}, Prompt: "hello", MaxTokens: maxTokens,
 				Policy: retry.Policy{MaxAttempts: 1}}
 			if res := eng.Run(context.Background(), call, tel.Sink(call, caller)); res.Outcome != retry.OutcomeOK {
 				b.Fatalf("call %d: %s %v", i, res.Outcome, res.Err)
