@@ -31,9 +31,17 @@ type attemptLog struct {
 	rows    []*logRow
 	sel     int // selected row when focused; -1 follows the newest
 	focused bool
+	pw      int // the provider column's width: the longest label so far, at least minProviderColumn
 }
 
-func newAttemptLog() *attemptLog { return &attemptLog{sel: -1} }
+// minProviderColumn is the provider column's narrowest width ("anthropic").
+const minProviderColumn = 9
+
+// providerLabel is a row's provider column: the provider (with its API
+// variant) and the account, so that two accounts' rows never read alike.
+func providerLabel(t stream.Target) string { return t.EndpointKey() }
+
+func newAttemptLog() *attemptLog { return &attemptLog{sel: -1, pw: minProviderColumn} }
 
 func (l *attemptLog) invalidate() {
 	for _, r := range l.rows {
@@ -42,6 +50,14 @@ func (l *attemptLog) invalidate() {
 }
 
 func (l *attemptLog) add(r *logRow) {
+	t := r.attempt.Target
+	if r.wait != nil {
+		t = r.wait.Target
+	}
+	if n := len([]rune(providerLabel(t))); n > l.pw {
+		l.pw = n // every row is drawn again at the new width: the columns stay aligned
+		l.invalidate()
+	}
 	l.rows = append(l.rows, r)
 	if len(l.rows) > maxLogRows {
 		n := len(l.rows) - maxLogRows
@@ -141,12 +157,12 @@ func (l *attemptLog) view(w, h int, st *theme.Styles) []string {
 	for i := start; i < end; i++ {
 		r := l.rows[i]
 		if r.w != w {
-			r.line = r.render(w, st)
+			r.line = r.render(w, l.pw, st)
 			r.w = w
 		}
 		line := r.line
 		if l.focused && (i == l.sel || (l.sel < 0 && i == len(l.rows)-1)) {
-			line = st.Selected.Render(fit(rowText(r, w < 98), w))
+			line = st.Selected.Render(fit(rowText(r, w < 98, l.pw), w))
 		}
 		out = append(out, line)
 	}
@@ -155,10 +171,10 @@ func (l *attemptLog) view(w, h int, st *theme.Styles) []string {
 
 // rowText is a row as plain text; narrow is the compact form for terminals
 // under 100 columns.
-func rowText(r *logRow, narrow bool) string {
+func rowText(r *logRow, narrow bool, pw int) string {
 	ts := r.at.Local().Format("15:04:05.000")
 	if narrow {
-		return compactRow(r)
+		return compactRow(r, pw)
 	}
 	if r.wait != nil {
 		w := r.wait
@@ -180,7 +196,7 @@ func rowText(r *logRow, narrow bool) string {
 		if tail != "" {
 			src += " · " + tail
 		}
-		return fmt.Sprintf("%s  %-9s %-35s %s%s", ts, w.Target.Provider, what, proxyTag(r), src)
+		return fmt.Sprintf("%s  %-*s %-35s %s%s", ts, pw, providerLabel(w.Target), what, proxyTag(r), src)
 	}
 	a := &r.attempt
 	status := "-"
@@ -219,26 +235,26 @@ func rowText(r *logRow, narrow bool) string {
 		rid = "-"
 	}
 	rid = proxyTag(r) + rid
-	return fmt.Sprintf("%s  %-9s %-3s %-10s %-20s %-28s %-12s %s", ts, a.Target.Provider, status, a.Class, code, delay, dec, rid)
+	return fmt.Sprintf("%s  %-*s %-3s %-10s %-20s %-28s %-12s %s", ts, pw, providerLabel(a.Target), status, a.Class, code, delay, dec, rid)
 }
 
 // compactRow is a row for a narrow terminal: time, target, what happened,
 // the delay asked and the decision.
-func compactRow(r *logRow) string {
+func compactRow(r *logRow, pw int) string {
 	ts := r.at.Local().Format("15:04:05")
 	if w := r.wait; w != nil {
 		what := "wait "
 		if w.Pacing {
 			what = "pace "
 		}
-		s := fmt.Sprintf("%s %s%-9s %s%s (%s)", ts, proxyTag(r), w.Target.Provider, what, fmtDur(w.Duration), w.Source)
+		s := fmt.Sprintf("%s %s%-*s %s%s (%s)", ts, proxyTag(r), pw, providerLabel(w.Target), what, fmtDur(w.Duration), w.Source)
 		if r.ended != nil {
 			s += " -> " + waitWords(r.ended)
 		}
 		return s
 	}
 	a := &r.attempt
-	s := fmt.Sprintf("%s %s%-9s ", ts, proxyTag(r), a.Target.Provider)
+	s := fmt.Sprintf("%s %s%-*s ", ts, proxyTag(r), pw, providerLabel(a.Target))
 	if a.Status != 0 {
 		s += fmt.Sprint(a.Status) + " "
 	}
@@ -267,8 +283,8 @@ func compactRow(r *logRow) string {
 	return s
 }
 
-func (r *logRow) render(w int, st *theme.Styles) string {
-	t := fit(rowText(r, w < 98), w)
+func (r *logRow) render(w, pw int, st *theme.Styles) string {
+	t := fit(rowText(r, w < 98, pw), w)
 	switch {
 	case r.wait != nil:
 		return st.Wait.Render(t)

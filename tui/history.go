@@ -245,8 +245,12 @@ func (h *historyView) view(w, ht int, st *theme.Styles) []string {
 			out = append(out, st.Prompt.Render("> "+l))
 		}
 		out = append(out, "")
+		pw := minProviderColumn
 		for i := range d.Attempts {
-			out = append(out, fit(rowText(&logRow{at: d.Attempts[i].StartedAt, attempt: d.Attempts[i]}, w < 98), w))
+			pw = max(pw, len([]rune(providerLabel(d.Attempts[i].Target))))
+		}
+		for i := range d.Attempts {
+			out = append(out, fit(rowText(&logRow{at: d.Attempts[i].StartedAt, attempt: d.Attempts[i]}, w < 98, pw), w))
 		}
 		out = append(out, "")
 		out = append(out, wrap(d.Text, w)...)
