@@ -3,12 +3,8 @@ package calls
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/limitscope/limitscope/retry"
-	"github.com/limitscope/limitscope/retry/retrytest"
 	"github.com/limitscope/limitscope/stream"
-	"github.com/limitscope/limitscope/tui"
 )
 
 // The console lists Bedrock as one more target, its Region on screen, and
@@ -19,21 +15,8 @@ import (
 // direct.
 func TestConsoleBedrockTargetAndFailoverDemo(t *testing.T) {
 	ctx := context.Background()
-	p, err := OpenProviders(ctx, func(string) string { return "" }, SimFlags{Sim: true, Seed: 1}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	br := stream.Target{Provider: "bedrock", Model: "us-east-1/anthropic.claude-haiku-5-5-v1:0"}
-	found := false
-	for _, ti := range p.ConsoleTargets() {
-		if ti.Target == br {
-			found = ti.Available
-		}
-	}
-	if !found {
-		t.Fatalf("%v: no available %s", p.ConsoleTargets(), br)
-	}
+	p := simConsole(t, br)
 	if ep := p.Endpoints["bedrock"]; ep.Key != "" || ep.AWS == nil {
 		t.Fatalf("the simulated Bedrock endpoint does not sign with SigV4: %+v", ep)
 	}
@@ -67,18 +50,9 @@ func TestConsoleBedrockTargetAndFailoverDemo(t *testing.T) {
 		}
 	}
 
-	anth := stream.Target{Provider: "anthropic", Model: "claude-haiku-5-5"}
-	if err := p.Faults().Inject(ctx, tui.FaultRequest{Provider: br.Provider, Kind: "failover-demo", RetryAfter: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	e := &retry.Engine{Doer: &stream.Router{Client: &stream.Client{}, Endpoints: p.Endpoints},
-		Cooldowns: retry.NewMemoryCooldowns(), Clock: retrytest.NewFakeClock(time.Now())}
-	res := e.Run(ctx, retry.Call{Chain: []stream.Target{br, anth}, Prompt: "hi"}, nil)
-	if res.Outcome != retry.OutcomeOK || res.ServedBy == nil || *res.ServedBy != anth || len(res.Attempts) < 2 {
-		t.Fatalf("outcome %s served by %v after %d attempts", res.Outcome, res.ServedBy, len(res.Attempts))
-	}
+	res := runFailoverDemo(t, p, br)
 	for _, a := range res.Attempts[:len(res.Attempts)-1] {
-		if a.Target != br || (a.Class != stream.ClassOverload && a.Class != stream.ClassRateLimit) {
+		if a.Class != stream.ClassOverload && a.Class != stream.ClassRateLimit {
 			t.Fatalf("attempt %+v, want Bedrock's overload or throttle", a)
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
-	"github.com/limitscope/limitscope/retry/retrytest"
 	"github.com/limitscope/limitscope/stream"
-	"github.com/limitscope/limitscope/tui"
 )
 
 // The console lists the Responses API as one more target (after the
@@ -17,23 +15,9 @@ import (
 // the simulated openai provider, and the call fails over to anthropic.
 func TestConsoleResponsesTargetAndFailoverDemo(t *testing.T) {
 	ctx := context.Background()
-	p, err := OpenProviders(ctx, func(string) string { return "" }, SimFlags{Sim: true, Seed: 1}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	resp := stream.Target{Provider: "openai:responses", Model: "gpt-5.4-mini"}
-	targets := p.ConsoleTargets()
-	found := false
-	for _, ti := range targets {
-		if ti.Target == resp {
-			found = ti.Available
-		}
-	}
-	if !found {
-		t.Fatalf("%v: no available %s", targets, resp)
-	}
-	if chain := DefaultChain(targets); len(chain) != 3 || chain[0].Provider != "openai" || chain[1].Provider != "anthropic" {
+	p := simConsole(t, resp)
+	if chain := DefaultChain(p.ConsoleTargets()); len(chain) != 3 || chain[0].Provider != "openai" || chain[1].Provider != "anthropic" {
 		t.Fatalf("default chain %v", chain)
 	}
 
@@ -48,21 +32,7 @@ func TestConsoleResponsesTargetAndFailoverDemo(t *testing.T) {
 		}
 	}
 
-	anth := stream.Target{Provider: "anthropic", Model: "claude-haiku-5-5"}
-	if err := p.Faults().Inject(ctx, tui.FaultRequest{Provider: resp.Provider, Kind: "failover-demo", RetryAfter: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	e := &retry.Engine{Doer: &stream.Router{Client: &stream.Client{}, Endpoints: p.Endpoints},
-		Cooldowns: retry.NewMemoryCooldowns(), Clock: retrytest.NewFakeClock(time.Now())}
-	res := e.Run(ctx, retry.Call{Chain: []stream.Target{resp, anth}, Prompt: "hi"}, nil)
-	if res.Outcome != retry.OutcomeOK || res.ServedBy == nil || *res.ServedBy != anth || len(res.Attempts) < 2 || res.Attempts[0].Target != resp {
-		t.Fatalf("outcome %s served by %v after %d attempts", res.Outcome, res.ServedBy, len(res.Attempts))
-	}
-	for _, a := range res.Attempts[:len(res.Attempts)-1] {
-		if a.Target != resp || a.Class == stream.ClassOK {
-			t.Fatalf("attempt %+v", a)
-		}
-	}
+	runFailoverDemo(t, p, resp)
 }
 
 // Clearing a provider's faults in the demo menu also ends the simulated
