@@ -3,15 +3,12 @@ package stream
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 )
@@ -87,32 +84,5 @@ func BenchmarkBedrockDecodeRatio(b *testing.B) {
 	c := &Client{HTTP: &http.Client{Transport: esTransport{body}}}
 	ep := Endpoint{Provider: "bedrock", BaseURL: "http://bench.invalid", Key: Secret("k")}
 	req := Request{Target: Target{Provider: "bedrock", Model: "anthropic.claude-haiku-5-5-v1:0"}, Prompt: "hi"}
-	ctx := context.Background()
-	ours := func() time.Duration {
-		t0 := time.Now()
-		chunks := 0
-		if r := c.Do(ctx, ep, req, func(string) { chunks++ }); r.Err != nil || chunks < benchDeltas {
-			b.Fatalf("err %v, %d chunks", r.Err, chunks)
-		}
-		return time.Since(t0)
-	}
-	minimal := func() time.Duration {
-		t0 := time.Now()
-		if n, err := esMinimal(bytes.NewReader(body)); err != nil || n < benchDeltas {
-			b.Fatalf("err %v, %d events", err, n)
-		}
-		return time.Since(t0)
-	}
-	var ratios []float64
-	for i := 0; b.Loop(); i++ {
-		var o, m time.Duration
-		if i%2 == 0 {
-			o, m = ours(), minimal()
-		} else {
-			m, o = minimal(), ours()
-		}
-		ratios = append(ratios, float64(m)/float64(o))
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], "x-minimal")
+	decodeRatio(b, c, ep, req, func() (int, error) { return esMinimal(bytes.NewReader(body)) })
 }
