@@ -24,6 +24,7 @@ import (
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 	"github.com/limitscope/limitscope/stream"
+	"github.com/limitscope/limitscope/theme"
 )
 
 // Input is what a report shows.
@@ -36,25 +37,11 @@ type Input struct {
 	Version   string
 }
 
-// Class letters: a mark is readable without its colour.
-var classLetter = map[stream.Class]string{
-	stream.ClassOK: "✓", stream.ClassRateLimit: "R", stream.ClassOverload: "O", stream.ClassQuota: "Q",
-	stream.ClassServer: "S", stream.ClassConnection: "C", stream.ClassTimeout: "T", stream.ClassCaller: "E",
-	stream.ClassCancelled: "X",
-}
-
 // brokenLetter marks a stream broken after HTTP 200 (mid-stream).
 const brokenLetter = "B"
 
-func letter(a *retry.Attempt) string {
-	if a.MidStream && a.Class != stream.ClassOK {
-		return brokenLetter
-	}
-	if l, ok := classLetter[a.Class]; ok {
-		return l
-	}
-	return "?"
-}
+// letter is an attempt's mark letter, the console's (theme.MarkLetter).
+func letter(a *retry.Attempt) string { return theme.MarkLetter(string(a.Class), a.MidStream) }
 
 func cssClass(a *retry.Attempt) string {
 	if a.MidStream && a.Class != stream.ClassOK {

@@ -212,3 +212,37 @@ func (s Styles) Class(c string) lipgloss.Style {
 	}
 	return s.Base
 }
+
+// MarkLetter is the one-cell letter of an attempt's mark, by its class (as
+// Class takes it), so that a mark reads without its colour (NO_COLOR, a
+// printed report): the console's charts and the HTML report use the same
+// letters. A stream broken after HTTP 200 is B whatever its class.
+func MarkLetter(class string, midStream bool) string {
+	if midStream && class != "ok" {
+		return "B"
+	}
+	switch class {
+	case "ok":
+		return "✓"
+	case "rate_limit":
+		return "R"
+	case "overload":
+		return "O"
+	case "quota":
+		return "Q"
+	case "caller":
+		return "C"
+	case "server":
+		return "S"
+	case "connection":
+		return "N"
+	case "timeout":
+		return "T"
+	case "cancelled":
+		return "X"
+	}
+	return "?"
+}
+
+// MarkLegend says what each of MarkLetter's letters means.
+const MarkLegend = "✓ ok · R rate limit · O overload · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled"

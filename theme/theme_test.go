@@ -38,3 +38,22 @@ func TestNoColorHasNoColour(t *testing.T) {
 		t.Errorf("marks are not coloured by class with colour on")
 	}
 }
+
+// Every class has its own mark letter (the console's charts and the HTML
+// report read them without colour), and the legend names each one.
+func TestMarkLettersDistinct(t *testing.T) {
+	seen := map[string]string{}
+	for _, c := range []string{"ok", "rate_limit", "overload", "quota", "caller", "server", "connection", "timeout", "cancelled"} {
+		l := MarkLetter(c, false)
+		if l == "?" || seen[l] != "" {
+			t.Errorf("%s: letter %q (also %q)", c, l, seen[l])
+		}
+		seen[l] = c
+		if !strings.Contains(MarkLegend, l+" ") {
+			t.Errorf("the legend lacks %q", l)
+		}
+	}
+	if MarkLetter("server", true) != "B" || MarkLetter("ok", true) != "✓" {
+		t.Error("a stream broken after HTTP 200 is B, an answer is not")
+	}
+}

@@ -113,37 +113,12 @@ func styleOf(s cellStyle, st *theme.Styles) func(...string) string {
 	return st.Base.Render
 }
 
-// markOf is an attempt's mark: a letter by class (a broken stream is B
-// whatever its class), so NO_COLOR loses nothing.
-func markOf(a *retry.Attempt) string {
-	if a.MidStream {
-		return "B"
-	}
-	switch a.Class {
-	case stream.ClassOK:
-		return "✓"
-	case stream.ClassRateLimit:
-		return "R"
-	case stream.ClassOverload:
-		return "O"
-	case stream.ClassQuota:
-		return "Q"
-	case stream.ClassCaller:
-		return "C"
-	case stream.ClassServer:
-		return "S"
-	case stream.ClassConnection:
-		return "N"
-	case stream.ClassTimeout:
-		return "T"
-	case stream.ClassCancelled:
-		return "X"
-	}
-	return "?"
-}
+// markOf is an attempt's mark (theme.MarkLetter): a letter by class, so
+// NO_COLOR loses nothing.
+func markOf(a *retry.Attempt) string { return theme.MarkLetter(string(a.Class), a.MidStream) }
 
 // markLegend says what each mark means.
-const markLegend = "✓ ok · R rate limit · O overload · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled"
+const markLegend = theme.MarkLegend
 
 // levels are a strip's eight heights, lowest first.
 var levels = []string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
