@@ -37,9 +37,6 @@ type Input struct {
 	Version   string
 }
 
-// brokenLetter marks a stream broken after HTTP 200 (mid-stream).
-const brokenLetter = "B"
-
 // letter is an attempt's mark letter, the console's (theme.MarkLetter).
 func letter(a *retry.Attempt) string { return theme.MarkLetter(string(a.Class), a.MidStream) }
 
@@ -192,7 +189,7 @@ func build(in Input) view {
 		a := retry.Attempt{Class: c}
 		v.Legend = append(v.Legend, legendItem{Letter: letter(&a), Class: cssClass(&a), Name: strings.ReplaceAll(string(c), "_", " ")})
 	}
-	v.Legend = append(v.Legend, legendItem{Letter: brokenLetter, Class: "c-broken", Name: "broken stream (after HTTP 200)"})
+	v.Legend = append(v.Legend, legendItem{Letter: theme.MarkLetter(string(stream.ClassServer), true), Class: "c-broken", Name: "broken stream (after HTTP 200)"})
 
 	// The time axis: every call's first event to its last.
 	var t0, t1 time.Time
