@@ -527,8 +527,12 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank]
 }
 
-// statsChunk is how many calls one of Stats' read transactions reads.
-const statsChunk = 50000
+// statsChunk is how many calls one of Stats' read transactions reads. Each
+// transaction opens the file and maps it, and the pages it reads stay in
+// the process's resident set until it closes: at 50,000 calls a chunk they
+// were about 6 MiB of a 1 M-attempt stats run's 35 MiB peak; at 4,000 they
+// are under 1 MiB, for about 110 opens of that file (10 ms more in all).
+const statsChunk = 4000
 
 // Stats computes per-provider numbers over the calls f selects (its Limit
 // and BeforeID are ignored), sorted by provider, then the total (Provider "").

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -81,7 +82,66 @@ const (
 type instruments struct {
 	opDuration, callDuration, waits metric.Float64Histogram
 	tokens, attempts                metric.Int64Histogram
-	remaining, limit                metric.Int64Gauge
+}
+
+// windowValue is a window's latest figures from a response's headers.
+type windowValue struct {
+	remaining, limit       int64
+	hasRemaining, hasLimit bool
+}
+
+// gauges holds every target's latest rate-limit figures, which the
+// rate-limit gauges observe when metrics are collected: a call stores its
+// figures (a lock and four stores) instead of recording a measurement per
+// window, and the gauges still read the latest value of each window.
+type gauges struct {
+	mu      sync.Mutex
+	targets []*targetInfo // those with a window seen, up to maxSets
+}
+
+// store keeps l's windows as ti's latest figures.
+func (g *gauges) store(ti *targetInfo, l *stream.Limits) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !ti.gauged {
+		if len(g.targets) >= maxSets {
+			return
+		}
+		ti.gauged = true
+		g.targets = append(g.targets, ti)
+	}
+	for wi, w := range [len(windowNames)]*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens} {
+		if w == nil {
+			continue
+		}
+		v := &ti.latest[wi]
+		if w.HasRemaining {
+			v.remaining, v.hasRemaining = w.Remaining, true
+		}
+		if w.HasLimit {
+			v.limit, v.hasLimit = w.Limit, true
+		}
+	}
+}
+
+// observe reports every window's latest figures to the two gauges.
+func (g *gauges) observe(remaining, limit metric.Int64Observable) metric.Callback {
+	return func(_ context.Context, o metric.Observer) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, ti := range g.targets {
+			for wi := range ti.latest {
+				v := &ti.latest[wi]
+				if v.hasRemaining {
+					o.ObserveInt64(remaining, v.remaining, ti.windowObs[wi])
+				}
+				if v.hasLimit {
+					o.ObserveInt64(limit, v.limit, ti.windowObs[wi])
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // The GenAI conventions' advised buckets.
@@ -104,10 +164,15 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 		metric.WithDescription("HTTP requests each call made."), metric.WithExplicitBucketBoundaries(attemptBounds...))
 	in.waits, errs[4] = m.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
 		metric.WithDescription("Each wait taken, by its source (retry-after, backoff, reset, pacing, ...)."), metric.WithExplicitBucketBoundaries(durationBounds...))
-	in.remaining, errs[5] = m.Int64Gauge(MetricRateLimitLeft, metric.WithUnit("{unit}"),
+	remaining, err := m.Int64ObservableGauge(MetricRateLimitLeft, metric.WithUnit("{unit}"),
 		metric.WithDescription("Rate limit left in each window, from the latest response's headers."))
-	in.limit, errs[6] = m.Int64Gauge(MetricRateLimit, metric.WithUnit("{unit}"),
+	errs[5] = err
+	limit, err := m.Int64ObservableGauge(MetricRateLimit, metric.WithUnit("{unit}"),
 		metric.WithDescription("Rate limit of each window, from the latest response's headers."))
+	errs[6] = err
+	if errs[5] == nil && errs[6] == nil {
+		_, errs[8] = m.RegisterCallback(t.gauges.observe(remaining, limit), remaining, limit)
+	}
 	_, errs[7] = m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{call}"),
 		metric.WithDescription("Calls whose telemetry was dropped because the export queue was full."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -175,7 +240,11 @@ type targetInfo struct {
 	servedBy  attribute.KeyValue // limitscope.served_by
 	opOK      recordOpts
 	opServed  recordOpts // an ok attempt of the target that served the call
-	windows   [len(windowNames)]recordOpts
+	// Its rate-limit windows: the gauges' attribute sets and latest figures
+	// (under gauges.mu).
+	windowObs [len(windowNames)]metric.ObserveOption
+	latest    [len(windowNames)]windowValue
+	gauged    bool
 	tokens    [2]recordOpts // input, output, as the target that served
 }
 
@@ -200,7 +269,7 @@ func (t *Telemetry) info(tg stream.Target) *targetInfo {
 	ti.opOK = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel)
 	ti.opServed = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, ti.respModel)
 	for i, w := range windowNames {
-		ti.windows[i] = t.attrs(ti.genProv, ti.reqModel, ti.provider, KeyWindow.String(w))
+		ti.windowObs[i] = metric.WithAttributeSet(attribute.NewSet(ti.genProv, ti.reqModel, ti.provider, KeyWindow.String(w)))
 	}
 	ti.tokens[0] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeInput)
 	ti.tokens[1] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeOutput)
@@ -520,17 +589,7 @@ func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 			in.waits.Record(ctx, a.Paced.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String("pacing"))...)
 		}
 		if l := a.Limits; !l.Empty() {
-			for wi, w := range [len(windowNames)]*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens} {
-				if w == nil {
-					continue
-				}
-				if w.HasRemaining {
-					in.remaining.Record(ctx, w.Remaining, ti.windows[wi]...)
-				}
-				if w.HasLimit {
-					in.limit.Record(ctx, w.Limit, ti.windows[wi]...)
-				}
-			}
+			t.gauges.store(ti, l)
 		}
 	}
 	oo := t.attrs(KeyOutcome.String(string(res.Outcome)))

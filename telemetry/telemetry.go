@@ -108,6 +108,7 @@ type Telemetry struct {
 	chains  map[chainKey]attribute.KeyValue // limitscope.chain per chain
 	scratch []attribute.KeyValue            // a span's attributes, before the span copies them
 	opts    []trace.SpanStartOption         // a span's start options
+	gauges  gauges                          // the rate-limit gauges' latest figures
 
 	jobs chan job
 	quit chan struct{}
