@@ -634,14 +634,14 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	rd := &store.Reader{Path: path}
-	each := rd.Each
+	each := rd.EachReused // export writes each call out and keeps none
 	if hf.mode != "" {
 		modes, err := sessionModes(ctx, rd)
 		if err != nil {
 			return histFail(a, err)
 		}
 		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
-			return rd.Each(ctx, f, noText, func(c *store.Call) error {
+			return rd.EachReused(ctx, f, noText, func(c *store.Call) error {
 				if modeOf(modes, c.Session) != hf.mode {
 					return nil
 				}
@@ -652,7 +652,11 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 	if *format == "jsonl" {
 		bw := bufio.NewWriterSize(a.stdout, 64<<10) // one write per 64 KiB, not per call
 		enc := json.NewEncoder(bw)
-		err = each(ctx, f, *noText, func(c *store.Call) error { return enc.Encode(c.ToJSON(!*noText)) })
+		var j store.CallJSON // one for every call: encoding a value would box a copy per call
+		err = each(ctx, f, *noText, func(c *store.Call) error {
+			c.FillJSON(&j, !*noText)
+			return enc.Encode(&j)
+		})
 		if ferr := bw.Flush(); err == nil {
 			err = ferr
 		}
@@ -661,8 +665,12 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
 			"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
 			"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
+		// One chain and one row buffer for every call (the writer keeps
+		// neither): an export of a million attempts makes less garbage.
+		var chain, row []string
+		noAttempt := make([]string, 18)
 		err = each(ctx, f, true, func(c *store.Call) error {
-			var chain []string
+			chain = chain[:0]
 			for _, t := range c.Chain {
 				chain = append(chain, t.String())
 			}
@@ -670,10 +678,11 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 			if c.ServedBy != nil {
 				served = c.ServedBy.String()
 			}
-			head := []string{strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
-				c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served}
+			row = append(row[:0], strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
+				c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served)
+			head := len(row)
 			if len(c.AttemptsList) == 0 {
-				return cw.Write(append(head, make([]string, 18)...))
+				return cw.Write(append(row, noAttempt...))
 			}
 			for i := range c.AttemptsList {
 				j := store.AttemptToJSON(&c.AttemptsList[i])
@@ -685,7 +694,7 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 					src = string(*j.DelaySource)
 				}
 				num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-				row := append(append([]string(nil), head...), strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
+				row = append(row[:head], strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
 					string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
 					strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
 				if err := cw.Write(row); err != nil {

@@ -66,7 +66,7 @@ func closeInterrupted(tx *bolt.Tx, boot string) (int, error) {
 			if call, err = decodeCall(k, v, false); err != nil {
 				continue
 			}
-			atts, err := readAttempts(tx, k, call.Started, call.Chain)
+			atts, err := readAttempts(tx, k, call.Started, call.Chain, call.Attempts)
 			if err != nil {
 				continue
 			}

@@ -128,7 +128,17 @@ func AttemptToJSON(a *retry.Attempt) AttemptJSON {
 // ToJSON converts a call; the full record's fields appear when it was
 // decoded in full, the text when withText.
 func (c *Call) ToJSON(withText bool) CallJSON {
-	j := CallJSON{
+	var j CallJSON
+	c.FillJSON(&j, withText)
+	return j
+}
+
+// FillJSON sets *j to what ToJSON returns, reusing j's attempts slice (for
+// a loop that encodes calls one at a time, as history export does).
+func (c *Call) FillJSON(j *CallJSON, withText bool) {
+	attempts := j.Attempts[:0]
+	clear(j.Attempts[:cap(j.Attempts)]) // keep no earlier call's text alive
+	*j = CallJSON{
 		ID: c.ID, CallID: c.CallID, Session: c.Session, Route: c.Route, Client: c.Client, StartedAt: ts(c.Started), EndedAt: tsp(c.Ended),
 		Outcome: c.Outcome, Chain: c.Chain, ServedBy: c.ServedBy, AttemptCount: c.Attempts,
 		Retries: c.Retries(), WaitedMs: ms(c.Waited), TTFTMs: ms(c.TTFT), Classes: c.Classes,
@@ -158,14 +168,19 @@ func (c *Call) ToJSON(withText bool) CallJSON {
 			j.Text = &c.Text
 		}
 	}
+	if len(c.AttemptsList) > 0 && attempts == nil {
+		attempts = make([]AttemptJSON, 0, len(c.AttemptsList))
+	}
 	for i := range c.AttemptsList {
 		a := AttemptToJSON(&c.AttemptsList[i])
 		if !withText {
 			a.PartialText = ""
 		}
-		j.Attempts = append(j.Attempts, a)
+		attempts = append(attempts, a)
 	}
-	return j
+	if len(attempts) > 0 {
+		j.Attempts = attempts // else nil, as omitempty and ToJSON's callers expect
+	}
 }
 
 // MarshalJSON writes the call as ToJSON(true) does.

@@ -450,6 +450,12 @@ func decodeCall(key, v []byte, summary bool) (*Call, error) {
 // decodeCallRest also returns how many bytes were left over (repair's
 // salvage uses it to tell record kinds apart).
 func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
+	return decodeCallInto(nil, key, v, summary)
+}
+
+// decodeCallInto is decodeCallRest into dst, whose earlier contents are
+// dropped, or into a new Call when dst is nil.
+func decodeCallInto(dst *Call, key, v []byte, summary bool) (*Call, int, error) {
 	if len(v) == 0 {
 		return nil, 0, fmt.Errorf("call %x: empty record", key)
 	}
@@ -457,11 +463,18 @@ func decodeCallRest(key, v []byte, summary bool) (*Call, int, error) {
 	case SchemaVersion:
 	case 1:
 		c, err := decodeCallV1(key, v)
+		if dst != nil && c != nil {
+			*dst, c = *c, dst
+		}
 		return c, 0, err
 	default:
 		return nil, 0, newerRecordError(v[0])
 	}
-	c := &Call{ID: keySeq(key), Started: keyTime(key)}
+	c := dst
+	if c == nil {
+		c = &Call{}
+	}
+	*c = Call{ID: keySeq(key), Started: keyTime(key)}
 	d := dec{b: v[1:]}
 	f := d.byte()
 	c.Session = uint32(d.uvarint())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -1134,5 +1135,56 @@ func TestWaitsOf(t *testing.T) {
 	})
 	if len(ws) != 3 || !ws[0].Pacing || ws[1].Asked != ra || ws[1].Duration != 2100*time.Millisecond || ws[2].Source != stream.SourceBackoff || ws[2].Reason == "" {
 		t.Fatalf("%+v", ws)
+	}
+}
+
+// TestEachReusedMatchesEach: the reused call and attempts give, call for
+// call, what fresh ones give, across chunks, with text, several attempts
+// and calls that follow a longer one (nothing of a call left in the next).
+func TestEachReusedMatchesEach(t *testing.T) {
+	path := tempDB(t)
+	var specs []spec
+	for i := range 4300 {
+		switch i % 3 {
+		case 0:
+			specs = append(specs, heavySpec("h"+itoa(uint32(i)), i))
+		case 1:
+			specs = append(specs, okSpec("o"+itoa(uint32(i)), t0.Add(time.Duration(i)*time.Millisecond)))
+		default:
+			specs = append(specs, benchSpec(i))
+		}
+	}
+	recordAll(t, path, SessionInfo{}, specs...)
+	rd := &Reader{Path: path}
+	for _, noText := range []bool{false, true} {
+		var fresh, reused []string
+		collect := func(out *[]string) func(*Call) error {
+			return func(c *Call) error {
+				b, err := json.Marshal(c.ToJSON(!noText))
+				*out = append(*out, string(b))
+				return err
+			}
+		}
+		if err := rd.Each(context.Background(), Filter{}, noText, collect(&fresh)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.EachReused(context.Background(), Filter{}, noText, collect(&reused)); err != nil {
+			t.Fatal(err)
+		}
+		if len(fresh) != 4300 || len(reused) != len(fresh) {
+			t.Fatalf("noText %v: %d calls, %d reused", noText, len(fresh), len(reused))
+		}
+		multi := 0
+		for i := range fresh {
+			if fresh[i] != reused[i] {
+				t.Fatalf("noText %v, call %d:\n fresh  %s\n reused %s", noText, i, fresh[i], reused[i])
+			}
+			if strings.Count(fresh[i], `"n":`) > 1 {
+				multi++
+			}
+		}
+		if multi < 1000 {
+			t.Fatalf("only %d calls with several attempts: the test checks too little", multi)
+		}
 	}
 }
