@@ -237,6 +237,7 @@ type targetInfo struct {
 	reqModel  attribute.KeyValue // gen_ai.request.model
 	respModel attribute.KeyValue // gen_ai.response.model
 	provider  attribute.KeyValue // limitscope.provider
+	target    attribute.KeyValue // limitscope.target
 	servedBy  attribute.KeyValue // limitscope.served_by
 	opOK      recordOpts
 	opServed  recordOpts // an ok attempt of the target that served the call
@@ -265,7 +266,7 @@ func (t *Telemetry) info(tg stream.Target) *targetInfo {
 		respModel: semconv.GenAIResponseModel(tg.Model),
 		provider:  KeyProvider.String(tg.Provider),
 	}
-	ti.servedBy = KeyServedBy.String(ti.str)
+	ti.servedBy, ti.target = KeyServedBy.String(ti.str), KeyTarget.String(ti.str)
 	ti.opOK = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel)
 	ti.opServed = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, ti.respModel)
 	for i, w := range windowNames {
@@ -363,14 +364,16 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	if t.content {
 		attrs = append(attrs, contentAttrs(c, res)...)
 	}
+	// The call's span is the GenAI inference span: the conventions have it
+	// cover the logical operation, its retries included, as a client span.
 	// Attributes set after Start, not as a start option: the option would
 	// copy them once more.
-	ctx, root := t.tracer.Start(ctx, pi.spanName, t.startOpts(res.Started, trace.SpanKindInternal)...)
+	ctx, root := t.tracer.Start(ctx, pi.spanName, t.startOpts(res.Started, trace.SpanKindClient)...)
 	root.SetAttributes(attrs...)
 	t.putAttrs(attrs)
 	ended := func(a *retry.Attempt) time.Time { return a.StartedAt.Add(a.Duration) }
 	for i := range res.Attempts {
-		t.attemptSpan(ctx, &res.Attempts[i], res.ServedBy)
+		t.attemptSpan(ctx, &res.Attempts[i])
 	}
 	for _, m := range res.Moves {
 		at := res.Started
@@ -409,18 +412,20 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	t.spansEnded.Add(1)
 }
 
-func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt, served *stream.Target) {
+// attemptSpan is one HTTP request of the call, a child of the call's span.
+// It names its provider and model but not gen_ai.operation.name: the call's
+// span is the one inference (the conventions' span covers the retries), and
+// an attempt that carried the operation would be counted as another one by
+// a backend that reads GenAI spans.
+func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
 	ti := t.info(a.Target)
 	attrs := t.spanAttrs()
 	attrs = append(attrs,
-		semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel,
-		KeyAttempt.Int(a.N), ti.provider,
+		ti.genProv, ti.reqModel, ti.target,
+		KeyAttempt.Int(a.N),
 		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)),
 	)
 	ok := a.Class == stream.ClassOK
-	if ok && served != nil && served.Provider == a.Target.Provider {
-		attrs = append(attrs, t.info(*served).respModel)
-	}
 	if !ok {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(a.Class)))
 	}
