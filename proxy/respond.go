@@ -174,12 +174,15 @@ func (o *sseOut) text(out writer, s string) {
 	o.signal()
 }
 
-// finish stops the flusher, appends the last events with f, and writes and
-// flushes everything left, from the calling goroutine.
+// finish stops the flusher, appends the last events with f, and writes
+// everything left from the calling goroutine, unflushed: the handler
+// returns next, and net/http then sends the rest of it with the stream's
+// end (the chunked body's last chunk), where a flush here cost a write of
+// its own.
 func (o *sseOut) finish(f func([]byte) []byte) {
 	o.stopFlusher()
 	b := f(*o.buf)
-	writeFlush(o.w, b)
+	_, _ = o.w.Write(b)
 	*o.buf = b
 	o.close()
 }

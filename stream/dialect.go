@@ -267,10 +267,11 @@ func (d *decoded) noteUsage(in, out *float64) {
 }
 
 // rawNumber returns raw as a number, nil when it is not one (the map path's
-// side of fastInt).
+// side of fastInt): null is none, as the fast paths read it (encoding/json
+// leaves a float64 at 0 for null, which read a null count as 0).
 func rawNumber(raw json.RawMessage) *float64 {
 	var f float64
-	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil {
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" || json.Unmarshal(raw, &f) != nil {
 		return nil
 	}
 	return &f
