@@ -131,6 +131,12 @@ type Recorder struct {
 	// their calls' records).
 	journal string
 	cools   []*Cooldowns // handed out by Cooldowns: their unsaved changes go with the commits
+	// enqueued counts the events queued so far; durable is the count of
+	// them that a commit has put on disk (every event queued before a
+	// commit took the queue). A Flush whose events a commit that finished
+	// meanwhile took returns without one of its own: many calls ending at
+	// once (the proxy under load) share a transaction and its syncs.
+	enqueued, durable uint64
 
 	commitMu   sync.Mutex // one commit at a time
 	sessDirty  bool       // the session's end is not written yet (guarded by mu)
@@ -253,6 +259,7 @@ func (r *Recorder) record(ev retry.Event, c *retry.Call) {
 		}
 	}
 	r.queue.push(item{ev: ev, call: c})
+	r.enqueued++
 	urgent := ev.Kind == retry.EventCallEnd || r.queue.n >= r.opts.BatchSize
 	if urgent {
 		r.urgent = true
@@ -279,8 +286,11 @@ func (r *Recorder) Pending() int {
 // Any other failure (a corrupt file, a full disk) returns at once. On error
 // the events stay queued for a later Flush or Close.
 func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	need := r.enqueued
+	r.mu.Unlock()
 	for {
-		err := r.commit(ctx, r.opts.LockTimeout)
+		err := r.commit(ctx, r.opts.LockTimeout, need)
 		if err == nil {
 			return nil
 		}
@@ -496,7 +506,7 @@ func (r *Recorder) loop() {
 			}
 			continue
 		}
-		err := r.commit(ctx, r.opts.LockTimeout)
+		err := r.commit(ctx, r.opts.LockTimeout, commitAlways)
 		if err != nil {
 			if !failing {
 				retryWait = r.opts.RetryDelay
@@ -530,21 +540,30 @@ func (r *Recorder) pruneChunk(now time.Time) (bool, error) {
 
 type kv struct{ k, v []byte }
 
+// commitAlways is commit's need for a commit whatever is already durable.
+const commitAlways = ^uint64(0)
+
 // commit writes every queued event, and the session's record when it
 // changed, in one transaction. The queue is taken once the file is held, so
-// what arrived while it waited for the lock goes in the same commit.
-func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
+// what arrived while it waited for the lock goes in the same commit. need
+// is the count of queued events the caller needs on disk: when a commit
+// that finished while this one waited for its turn put them there (and no
+// session end or cooldown waits), there is nothing to do.
+func (r *Recorder) commit(ctx context.Context, timeout time.Duration, need uint64) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
 	r.mu.Lock()
-	work := r.queue.n > 0 || (r.sessDirty && r.sessionKey != nil)
+	sessWork := r.sessDirty && r.sessionKey != nil
+	work := r.queue.n > 0 || sessWork
+	covered := need != commitAlways && r.durable >= need && !sessWork
 	cools := slices.Clone(r.cools)
 	r.mu.Unlock()
 	pends := pendingCooldowns(cools)
-	if !work && len(pends) == 0 {
+	if (!work || covered) && len(pends) == 0 {
 		return nil
 	}
 	var items queue
+	var takenUpTo uint64 // the events queued when the queue was taken
 	taken := false
 	var touched map[string]*callState
 	var sessionKey []byte
@@ -559,6 +578,7 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 		if !taken {
 			r.mu.Lock()
 			items = r.queue
+			takenUpTo = r.enqueued
 			r.queue = queue{free: items.free}
 			items.free = nil
 			r.urgent = false
@@ -594,6 +614,9 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration) error {
 	r.mu.Lock()
 	r.queue.recycle(&items)
 	r.flying = 0
+	if taken && takenUpTo > r.durable {
+		r.durable = takenUpTo
+	}
 	if wroteEnd {
 		r.sessDirty = false
 	}

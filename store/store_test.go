@@ -1188,3 +1188,51 @@ func TestEachReusedMatchesEach(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushCoveredByAnEarlierCommit: a Flush whose events a commit that
+// finished first already put on disk returns without a commit of its own
+// (the proxy's calls ending together share one), and leaves what was queued
+// after it for the next; a Flush with events of its own still commits.
+func TestFlushCoveredByAnEarlierCommit(t *testing.T) {
+	path := tempDB(t)
+	ctx := context.Background()
+	// No call's end is queued and the batch waits an hour: the background
+	// writer never commits on its own here.
+	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1, BatchDelay: time.Hour})
+	defer func() { _ = r.Close(ctx) }()
+	queue := func(s spec, n int) {
+		c, evs := s.events()
+		sink := r.Sink(c, nil)
+		for _, ev := range evs[:n] {
+			if ev.Kind == retry.EventCallEnd {
+				t.Fatal("a call's end would wake the background writer")
+			}
+			sink(ev)
+		}
+	}
+	queue(okSpec("a", t0), 2)
+	r.mu.Lock()
+	needA := r.enqueued
+	r.mu.Unlock()
+	if err := r.commit(ctx, time.Second, commitAlways); err != nil || r.Pending() != 0 {
+		t.Fatalf("commit a: %v, %d pending", err, r.Pending())
+	}
+	queue(okSpec("b", t0.Add(time.Second)), 1)
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.commit(ctx, time.Second, needA); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pending() != 1 || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("a covered flush: %d pending (want b's 1), file modified %v -> %v (want no commit)", r.Pending(), before.ModTime(), after.ModTime())
+	}
+	if err := r.Flush(ctx); err != nil || r.Pending() != 0 {
+		t.Fatalf("b's flush: %v, %d pending", err, r.Pending())
+	}
+}

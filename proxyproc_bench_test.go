@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitscope/limitscope/calls"
+	"github.com/limitscope/limitscope/sim"
+)
+
+// procCPU is the user and system CPU time process pid has used (from
+// /proc, in clock ticks of 10 ms).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// startChild starts the test binary as limitscope with args and waits
+// until addr accepts connections.
+func startChild(b *testing.B, env []string, addr string, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s did not listen on %s", args[0], addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// BenchmarkProxyProcess measures the proxy as a user runs it: `limitscope
+// sim` and `limitscope proxy` as processes of their own (the proxy on the
+// simulator through OPENAI_BASE_URL, recording its history, or not with
+// --no-history), driven from this process with streaming calls of about 40
+// tokens, 50 at a time, in rounds of a block straight to the simulator and
+// a block through the proxy. It reports the medians over rounds of the
+// proxy process's CPU per call (from /proc: everything it does, its
+// history's commits included), the simulator's per call when called
+// directly, and the proxied block's calls/s as a share of the direct one's.
+//
+//	go test -run '^$' -bench ProxyProcess -benchtime 10x .
+func BenchmarkProxyProcess(b *testing.B) {
+	for _, mode := range []string{"history", "no-history"} {
+		b.Run(mode, func(b *testing.B) { benchProxyProcess(b, mode == "history") })
+	}
+}
+
+func benchProxyProcess(b *testing.B, history bool) {
+	dir := b.TempDir()
+	scen := filepath.Join(dir, "unlimited.ini")
+	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\ntokens_per_second = 1000000\nfirst_token_delay = 0s\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	env := e2eEnv(b, dir)
+	getenv := func(k string) string {
+		for _, kv := range slices.Backward(env) {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v
+			}
+		}
+		return ""
+	}
+	token, _, err := calls.ProxyToken(getenv) // made here, read by the child
+	if err != nil {
+		b.Fatal(err)
+	}
+	simAddr, proxyAddr := freeAddr(b), freeAddr(b)
+	simCmd := startChild(b, env, simAddr, "sim", "--listen", simAddr, "--scenario-file", scen)
+	args := []string{"proxy", "--listen", proxyAddr, "--quiet"}
+	if !history {
+		args = append(args, "--no-history")
+	}
+	proxyCmd := startChild(b, append(env, "OPENAI_BASE_URL=http://"+simAddr+"/openai/v1", "OPENAI_API_KEY="+sim.FakeKey), proxyAddr, args...)
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100, DisableCompression: true}}
+	defer hc.CloseIdleConnections()
+	const block, conc = 1000, 50
+	call := func(direct bool) {
+		url, key, model := "http://"+proxyAddr+"/v1/chat/completions", token, "openai/gpt-5.4-mini"
+		if direct {
+			url, key, model = "http://"+simAddr+"/openai/v1/chat/completions", sim.FakeKey, "gpt-5.4-mini"
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"`+model+`","max_tokens":40,"stream":true,"messages":[{"role":"user","content":"Say hello"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		text := 0
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"content":"`) {
+				text++
+			}
+		}
+		if resp.StatusCode != http.StatusOK || text < 5 {
+			b.Errorf("status %d, %d text events", resp.StatusCode, text)
+		}
+	}
+	run := func(n int, direct bool) (proxyCPU, simCPU time.Duration, wall time.Duration) {
+		jobs := make(chan struct{}, n)
+		for range n {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+		p0, s0, t0 := procCPU(b, proxyCmd.Process.Pid), procCPU(b, simCmd.Process.Pid), time.Now()
+		var wg sync.WaitGroup
+		for range conc {
+			wg.Go(func() {
+				for range jobs {
+					call(direct)
+				}
+			})
+		}
+		wg.Wait()
+		return procCPU(b, proxyCmd.Process.Pid) - p0, procCPU(b, simCmd.Process.Pid) - s0, time.Since(t0)
+	}
+	run(200, true) // warm up both hops' connections
+	run(200, false)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / block }
+	var proxyMS, simDirectMS, simProxiedMS, ratio []float64
+	for i := 0; b.Loop(); i++ {
+		var dp, ds, dw, pp, ps, pw time.Duration
+		if i%2 == 0 {
+			dp, ds, dw = run(block, true)
+			pp, ps, pw = run(block, false)
+		} else {
+			pp, ps, pw = run(block, false)
+			dp, ds, dw = run(block, true)
+		}
+		_ = dp
+		proxyMS, simDirectMS, simProxiedMS = append(proxyMS, ms(pp)), append(simDirectMS, ms(ds)), append(simProxiedMS, ms(ps))
+		ratio = append(ratio, dw.Seconds()/pw.Seconds())
+	}
+	b.ReportMetric(median(proxyMS), "proxy-cpu-ms/call")
+	b.ReportMetric(median(simDirectMS), "sim-cpu-ms/call-direct")
+	b.ReportMetric(median(simProxiedMS), "sim-cpu-ms/call-proxied")
+	b.ReportMetric(median(ratio), "calls/s-ratio")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
