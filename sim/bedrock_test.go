@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,10 +81,34 @@ func (b *bedrockSDKSim) requests() ([]string, int) {
 // client is the official bedrockruntime client pointed at the simulator,
 // its retries off (so each call is one request), signing with creds.
 func (b *bedrockSDKSim) client(creds aws.CredentialsProvider, region string) *bedrockruntime.Client {
-	return bedrockruntime.NewFromConfig(aws.Config{Region: region, Credentials: creds, HTTPClient: b.ts.Client()}, func(o *bedrockruntime.Options) {
+	hc := &http.Client{Transport: ownBody{b.ts.Client().Transport}}
+	return bedrockruntime.NewFromConfig(aws.Config{Region: region, Credentials: creds, HTTPClient: hc}, func(o *bedrockruntime.Options) {
 		o.BaseEndpoint = aws.String(b.ts.URL + "/bedrock/" + region)
 		o.Retryer = aws.NopRetryer{}
 	})
+}
+
+// ownBody hands the transport a copy of each request's body that only it
+// closes. The SDK closes the body it passed once the response has begun;
+// when the simulator answers at once, net/http's write loop may still be
+// about to read the body's end, gets an error, and closes the connection
+// under the stream being read ("use of closed network connection", about
+// one run in thirty). The bytes sent are the same (the signature covers
+// them).
+type ownBody struct{ next http.RoundTripper }
+
+func (o ownBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody {
+		data, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		req.ContentLength = int64(len(data))
+	}
+	return o.next.RoundTrip(req)
 }
 
 func converseInput() *bedrockruntime.ConverseStreamInput {
