@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ type Cooldowns struct {
 	path    string
 	timeout time.Duration
 	now     func() time.Time
-	file    *sync.Mutex
+	file    *fileHold // shared with the recorder of the same file
 
 	mu      sync.Mutex
 	mem     map[string]retry.Cooldown // set here but not yet written
@@ -43,7 +44,7 @@ var _ retry.Cooldowns = (*Cooldowns)(nil)
 // Recorder.Cooldowns instead when the process also records.
 func NewCooldowns(path string, opts Options) *Cooldowns {
 	opts.fill()
-	return &Cooldowns{path: path, timeout: opts.LockTimeout, now: opts.Now, file: &sync.Mutex{}, mem: map[string]retry.Cooldown{}, ttl: opts.CooldownCache}
+	return &Cooldowns{path: path, timeout: opts.LockTimeout, now: opts.Now, file: newFileHold(path, false), mem: map[string]retry.Cooldown{}, ttl: opts.CooldownCache}
 }
 
 func encodeCooldown(c *retry.Cooldown) ([]byte, error) {
@@ -122,7 +123,7 @@ func (s *Cooldowns) read() (map[string]retry.Cooldown, error) {
 // readLocked is read with s.file held, waiting up to timeout for the lock.
 func (s *Cooldowns) readLocked(timeout time.Duration) (map[string]retry.Cooldown, error) {
 	out := map[string]retry.Cooldown{}
-	err := view(s.path, timeout, func(tx *bolt.Tx) error {
+	err := s.file.view(timeout, func(tx *bolt.Tx) error {
 		if tx == nil || tx.Bucket(bCooldowns) == nil {
 			return nil
 		}
@@ -178,7 +179,7 @@ func (s *Cooldowns) ClearAll() (int, error) {
 	n := 0
 	s.file.Lock()
 	defer s.file.Unlock()
-	err := update(s.path, s.timeout, func(tx *bolt.Tx) error {
+	err := s.file.update(context.Background(), s.timeout, false, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bCooldowns)
 		var keys [][]byte
 		_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
@@ -201,7 +202,7 @@ func (s *Cooldowns) sync() error {
 	mem, cleared := s.pending()
 	s.file.Lock()
 	defer s.file.Unlock()
-	err := update(s.path, s.timeout, func(tx *bolt.Tx) error {
+	err := s.file.update(context.Background(), s.timeout, false, func(tx *bolt.Tx) error {
 		return writeCooldowns(tx, mem, cleared)
 	})
 	if err != nil {
@@ -264,6 +265,7 @@ func (s *Cooldowns) saved(mem map[string]retry.Cooldown, cleared map[string]bool
 // MergeJournals).
 func (s *Cooldowns) List() ([]retry.Cooldown, error) {
 	s.file.Lock()
+	s.file.release() // the merge opens the file on its own
 	_ = MergeJournals(s.path, time.Nanosecond)
 	s.file.Unlock()
 	out, err := s.read()

@@ -341,24 +341,11 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 // journal that cannot be applied never stops fn's commit (it stays for a
 // later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
-	db, err := openDBCtx(ctx, path, true, timeout)
+	db, err := openForUpdate(ctx, path, timeout)
 	if err != nil {
 		return err
 	}
-	if journalWork(path) {
-		var m *journalMerge
-		if updateTx(db, path, func(tx *bolt.Tx) (err error) {
-			m, err = mergeJournals(tx, path, journalMergeBudget)
-			return err
-		}) == nil {
-			m.done()
-		}
-	}
-	err = updateTx(db, path, fn)
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close history: %w", cerr)
-	}
-	return err
+	return closeDB(db, updateTx(db, path, fn))
 }
 
 // updateTx runs fn in one write transaction of db, on a file made ready
@@ -385,7 +372,12 @@ func view(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error 
 	if err != nil {
 		return err
 	}
-	err = guard(path, func() error {
+	return closeDB(db, viewTx(db, path, fn))
+}
+
+// viewTx runs fn in one read transaction of db (see view).
+func viewTx(db *bolt.DB, path string, fn func(tx *bolt.Tx) error) error {
+	return guard(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			_, empty, err := fileSchema(tx, path)
 			if err != nil {
@@ -397,10 +389,6 @@ func view(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error 
 			return fn(tx)
 		})
 	})
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close history: %w", cerr)
-	}
-	return err
 }
 
 // guard turns a bbolt panic on a corrupt page into an error, and names the

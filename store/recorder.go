@@ -117,7 +117,7 @@ type Recorder struct {
 	path string
 	info SessionInfo
 	opts Options
-	file *sync.Mutex // serialises this process's opens of the file
+	file *fileHold // serialises this process's uses of the file, and holds it open between close commits
 
 	mu     sync.Mutex
 	queue  queue
@@ -158,7 +158,7 @@ func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 		path:     path,
 		info:     sess,
 		opts:     opts,
-		file:     &sync.Mutex{},
+		file:     newFileHold(path, true),
 		calls:    map[string]*callState{},
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -310,6 +310,11 @@ func (r *Recorder) Flush(ctx context.Context) error {
 // disk) returns at once. Events it could not save are reported as an error
 // and kept: a later Flush or Close tries again.
 func (r *Recorder) Close(ctx context.Context) error {
+	defer func() {
+		r.file.Lock()
+		r.file.release()
+		r.file.Unlock()
+	}()
 	// The session's end first: a commit of the background writer that is
 	// waiting for the lock then writes it too, in the same transaction.
 	r.mu.Lock()
@@ -534,6 +539,7 @@ func (r *Recorder) loop() {
 func (r *Recorder) pruneChunk(now time.Time) (bool, error) {
 	r.file.Lock()
 	defer r.file.Unlock()
+	r.file.release() // pruneOnce opens the file on its own
 	n, err := pruneOnce(r.path, r.opts.LockTimeout, now.Add(-r.opts.Retention), pruneChunkSize)
 	return n >= pruneChunkSize, err
 }
@@ -569,7 +575,7 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration, need uint6
 	var sessionKey []byte
 	var wroteEnd bool
 	r.file.Lock()
-	err := updateCtx(ctx, r.path, timeout, func(tx *bolt.Tx) error {
+	err := r.file.update(ctx, timeout, true, func(tx *bolt.Tx) error {
 		for _, p := range pends {
 			if err := writeCooldowns(tx, p.mem, p.cleared); err != nil {
 				return err

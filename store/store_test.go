@@ -1072,29 +1072,6 @@ func TestCooldownGetAnswersFromTheLastReadWhileLocked(t *testing.T) {
 	}
 }
 
-func TestNobodyHoldsTheFileWhileIdle(t *testing.T) {
-	path := tempDB(t)
-	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
-	defer r.Close(context.Background())
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("the recorder touched the file before its first batch")
-	}
-	c, evs := okSpec("a", t0).events()
-	sink := r.Sink(c, nil)
-	for _, ev := range evs {
-		sink(ev)
-	}
-	if err := r.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Idle now: another writer gets the exclusive lock at once.
-	other, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("the idle recorder holds the file: %v", err)
-	}
-	_ = other.Close()
-}
-
 func TestRecordCallAndTextFilter(t *testing.T) {
 	path := tempDB(t)
 	r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// lockedNow reports whether another open of path cannot take its shared
+// lock at once (flock is per open file: this process's recorder holding
+// the file counts as another holder).
+func lockedNow(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// recordOne records one whole call and waits until it is on disk.
+func recordOne(t *testing.T, r *Recorder, id string) {
+	t.Helper()
+	c, evs := okSpec(id, t0).events()
+	sink := r.Sink(c, nil)
+	for _, ev := range evs {
+		sink(ev)
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNobodyHoldsTheFileWhileIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := tempDB(t)
+		r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+		defer r.Close(context.Background())
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("the recorder touched the file before its first batch")
+		}
+		recordOne(t, r, "a")
+		// Kept open for the commits that may follow at once...
+		if !lockedNow(t, path) {
+			t.Fatal("the file was closed right after the commit: a burst of commits opens it each time")
+		}
+		// ...and given up once idle: another process gets the lock.
+		time.Sleep(holdIdle)
+		synctest.Wait()
+		if lockedNow(t, path) {
+			t.Fatalf("the idle recorder still holds the file %s after its last commit", holdIdle)
+		}
+	})
+}
+
+func TestBusyRecorderLetsOthersIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := tempDB(t)
+		r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+		// A commit every 5 ms without a pause; another process probes the
+		// lock between them.
+		start := time.Now()
+		var heldFor, freeAt time.Duration = 0, -1
+		for i := 0; time.Since(start) < 2*holdMax; i++ {
+			recordOne(t, r, fmt.Sprint(i))
+			time.Sleep(5 * time.Millisecond)
+			if lockedNow(t, path) {
+				if freeAt < 0 {
+					heldFor = time.Since(start)
+				}
+			} else if freeAt < 0 {
+				freeAt = time.Since(start)
+			}
+		}
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Held through the burst's first holdMax, so its commits share
+		// one open...
+		if heldFor < holdMax-10*time.Millisecond {
+			t.Errorf("the hold ended after %s of commits 5 ms apart, want about %s", heldFor, holdMax)
+		}
+		// ...then free between commits, as without a hold.
+		if freeAt < 0 || freeAt > holdMax+10*time.Millisecond {
+			t.Errorf("another process found the file free first at %v (-1: never), want by %s", freeAt, holdMax)
+		}
+		if n := countCalls(t, path); n < 50 {
+			t.Errorf("%d calls on disk", n)
+		}
+	})
+}
+
+// countCalls is the number of calls in the file at path.
+func countCalls(t *testing.T, path string) int {
+	t.Helper()
+	n := 0
+	err := (&Reader{Path: path}).Each(context.Background(), Filter{}, true, func(*Call) error { n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
