@@ -222,6 +222,7 @@ func waitLock(ctx context.Context, f *os.File, exclusive bool, start, deadline t
 		if ctx.Err() != nil || !now.Before(deadline) {
 			return &FileError{Path: f.Name(), Kind: ErrLocked, Err: fmt.Errorf("still locked after %s", now.Sub(start).Round(time.Millisecond))}
 		}
+		markWaiting(f.Name(), now) // a recorder holding the file makes way (fileHold)
 		poll := max(2*time.Millisecond, 20*time.Millisecond-now.Sub(start)/50)
 		poll = poll/2 + rand.N(poll)
 		t := time.NewTimer(min(poll, deadline.Sub(now)))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -16,11 +17,42 @@ const (
 	holdIdle = 20 * time.Millisecond
 	// holdMax ends a hold this long after it began, whatever comes.
 	holdMax = 250 * time.Millisecond
+	// holdYield is how long a recorder stands aside, once, when it sees a
+	// waiter's fresh mark: longer than the waiter's slowest poll.
+	holdYield = 30 * time.Millisecond
 	// holdGap is the least time between a hold's end and the next hold's
 	// start. Longer than a lock waiter's slowest poll (30 ms, waitLock), so
 	// another process waiting for the file meets it free between commits.
 	holdGap = 50 * time.Millisecond
 )
+
+// waitFresh is how recent a waiter's mark must be to end a hold: a waiter
+// renews it at every poll (at most 30 ms apart).
+const waitFresh = 100 * time.Millisecond
+
+// waitingPath is the file whose modification time says when a process last
+// waited for the history file's lock. It is empty, and stays.
+func waitingPath(path string) string { return path + ".waiting" }
+
+// markWaiting says that this process waits for path's lock, so that a
+// recorder holding it open lets go at its next commit. Errors are ignored:
+// without the mark the waiter still gets the file, only later (holdMax).
+func markWaiting(path string, now time.Time) {
+	w := waitingPath(path)
+	if err := os.Chtimes(w, now, now); errors.Is(err, os.ErrNotExist) {
+		if f, err := os.OpenFile(w, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			_ = f.Close()
+			_ = os.Chtimes(w, now, now)
+		}
+	}
+}
+
+// othersWait reports whether a process marked that it waits for path's
+// lock within waitFresh.
+func othersWait(path string, now time.Time) bool {
+	fi, err := os.Stat(waitingPath(path))
+	return err == nil && now.Sub(fi.ModTime()) < waitFresh
+}
 
 // fileHold serialises one process's use of the history file (a recorder's
 // commits, its cooldowns' reads and writes, retention), and lets a recorder
@@ -28,13 +60,17 @@ const (
 // commits (the proxy's calls ending under load) then takes the lock, checks
 // the file and maps it once, not once per commit. Every commit still syncs.
 //
-// A hold ends holdIdle after the last commit, or holdMax after it began,
-// and the next begins no sooner than holdGap later; meanwhile each commit
-// opens and closes the file, so another process waiting for the lock (a
-// reader, another writer) finds it free between commits, as it would with
-// no hold. While held, the file is locked exclusively: no other process
-// can change or replace it; each use still checks that the path names the
-// file held, and any failure ends the hold.
+// A hold ends holdIdle after the last commit, holdMax after it began, or
+// at the first commit after another process (or another open in this one)
+// marked that it waits for the lock (markWaiting, from waitLock), and the
+// next begins no sooner than holdGap later and not while the mark is
+// fresh; meanwhile each commit opens and closes the file. A recorder that
+// sees a waiter's mark also stands aside once for holdYield, so that one
+// of the waiter's polls finds the file free even when commits follow each
+// other without a pause. While held, the
+// file is locked exclusively: no other process can change or replace it;
+// each use still checks that the path names the file held, and any failure
+// ends the hold.
 //
 // The embedded mutex is held by whoever uses the file; the methods below
 // are called with it held.
@@ -43,6 +79,7 @@ type fileHold struct {
 	path  string
 	allow bool // holds allowed (a recorder's file); else every use opens and closes
 
+	yielded            time.Time   // when this stood aside for a waiter last
 	db                 *bolt.DB    // the held file, or nil
 	fi                 os.FileInfo // db's file, to tell a replaced path
 	began, last, until time.Time   // the hold's start, its last use; no new hold before until
@@ -60,7 +97,7 @@ func (h *fileHold) held() *bolt.DB {
 	if h.db == nil {
 		return nil
 	}
-	if now, err := os.Stat(h.path); err != nil || !os.SameFile(now, h.fi) {
+	if now, err := os.Stat(h.path); err != nil || !os.SameFile(now, h.fi) || othersWait(h.path, time.Now()) {
 		h.release()
 		return nil
 	}
@@ -93,7 +130,20 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		}
 		return err
 	}
-	if !hold || !h.allow || time.Now().Before(h.until) {
+	now := time.Now()
+	waiting := h.allow && othersWait(h.path, now)
+	if waiting && now.Sub(h.yielded) >= waitFresh {
+		// Busy commits can keep the file locked nearly all the time, and
+		// the waiter polls: let one of its polls find it free.
+		h.yielded = now
+		t := time.NewTimer(holdYield)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if !hold || !h.allow || now.Before(h.until) || waiting {
 		return updateCtx(ctx, h.path, timeout, fn)
 	}
 	db, err := openForUpdate(ctx, h.path, timeout)
@@ -111,7 +161,7 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		_ = db.Close()
 		return nil // committed; just not held
 	}
-	now := time.Now()
+	now = time.Now()
 	h.db, h.fi, h.began, h.last = db, fi, now, now
 	if h.idle == nil {
 		h.idle = time.AfterFunc(holdIdle, h.endIdle)
@@ -122,9 +172,15 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 }
 
 // endIdle is the idle timer's: it ends a hold unused for holdIdle, else
-// looks again when it would be.
+// looks again when it would be. (h.idle is set before it first fires and
+// never replaced.)
 func (h *fileHold) endIdle() {
-	h.Lock()
+	if !h.TryLock() {
+		// In use (a commit, perhaps standing aside for a waiter): look
+		// again later rather than queue behind it.
+		h.idle.Reset(holdIdle)
+		return
+	}
 	defer h.Unlock()
 	if h.db == nil {
 		return

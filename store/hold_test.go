@@ -113,3 +113,36 @@ func countCalls(t *testing.T, path string) int {
 	}
 	return n
 }
+
+func TestWaiterEndsTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := tempDB(t)
+		r := NewRecorder(path, SessionInfo{}, Options{Retention: -1})
+		defer r.Close(context.Background())
+		recordOne(t, r, "first")
+		// A reader starts waiting while commits come every 5 ms: it gets
+		// the file at the next commit, not at the hold's end.
+		got := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			if _, err := (&Reader{Path: path}).List(context.Background(), Filter{Limit: 1}); err != nil {
+				t.Error(err)
+			}
+			got <- time.Since(start)
+		}()
+		var waited time.Duration
+		for i := 0; ; i++ {
+			select {
+			case waited = <-got:
+			default:
+				recordOne(t, r, fmt.Sprint(i))
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		if waited > 50*time.Millisecond {
+			t.Errorf("the reader waited %s for a recorder committing every 5 ms (a hold lasts up to %s)", waited, holdMax)
+		}
+	})
+}

@@ -138,8 +138,11 @@ type Recorder struct {
 	// once (the proxy under load) share a transaction and its syncs.
 	enqueued, durable uint64
 
-	commitMu   sync.Mutex // one commit at a time
-	sessDirty  bool       // the session's end is not written yet (guarded by mu)
+	// commitSem lets one commit at a time (a channel rather than a mutex:
+	// a commit can wait long, for the lock or standing aside for a waiter,
+	// and a goroutine blocked on a channel is idle to testing/synctest).
+	commitSem  chan struct{}
+	sessDirty  bool // the session's end is not written yet (guarded by mu)
 	calls      map[string]*callState
 	sessionKey []byte
 	session    Session
@@ -155,14 +158,15 @@ type Recorder struct {
 func NewRecorder(path string, sess SessionInfo, opts Options) *Recorder {
 	opts.fill()
 	r := &Recorder{
-		path:     path,
-		info:     sess,
-		opts:     opts,
-		file:     newFileHold(path, true),
-		calls:    map[string]*callState{},
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		loopDone: make(chan struct{}),
+		path:      path,
+		info:      sess,
+		opts:      opts,
+		file:      newFileHold(path, true),
+		commitSem: make(chan struct{}, 1),
+		calls:     map[string]*callState{},
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
 	}
 	r.session = Session{Started: opts.Now(), Version: sess.Version, Mode: sess.Mode, Command: sess.Command, PID: os.Getpid(), NoContent: sess.NoContent}
 	r.session.Boot, r.session.ProcStart = procIdentity(os.Getpid())
@@ -360,8 +364,8 @@ func (r *Recorder) Close(ctx context.Context) error {
 // already committed and the unsaved cooldowns, to a new journal. On
 // success the queue is empty and the recorder spent.
 func (r *Recorder) writeJournal() error {
-	r.commitMu.Lock()
-	defer r.commitMu.Unlock()
+	r.commitSem <- struct{}{}
+	defer func() { <-r.commitSem }()
 	r.mu.Lock()
 	items := r.queue
 	r.queue = queue{free: items.free}
@@ -556,8 +560,8 @@ const commitAlways = ^uint64(0)
 // that finished while this one waited for its turn put them there (and no
 // session end or cooldown waits), there is nothing to do.
 func (r *Recorder) commit(ctx context.Context, timeout time.Duration, need uint64) error {
-	r.commitMu.Lock()
-	defer r.commitMu.Unlock()
+	r.commitSem <- struct{}{}
+	defer func() { <-r.commitSem }()
 	r.mu.Lock()
 	sessWork := r.sessDirty && r.sessionKey != nil
 	work := r.queue.n > 0 || sessWork
