@@ -83,12 +83,15 @@ type fileHold struct {
 	db                 *bolt.DB    // the held file, or nil
 	fi                 os.FileInfo // db's file, to tell a replaced path
 	began, last, until time.Time   // the hold's start, its last use; no new hold before until
-	idle               *time.Timer // ends the hold once idle
+	idle               *time.Timer // ends the hold once idle (stopped while none)
 }
 
 // newFileHold returns the hold of path; allow lets update keep it open.
 func newFileHold(path string, allow bool) *fileHold {
-	return &fileHold{path: path, allow: allow}
+	h := &fileHold{path: path, allow: allow}
+	h.idle = time.AfterFunc(time.Hour, h.endIdle) // armed by each hold
+	h.idle.Stop()
+	return h
 }
 
 // held returns the held database when it still is the path's file, ending
@@ -106,9 +109,7 @@ func (h *fileHold) held() *bolt.DB {
 
 // release ends the hold, if any: the file is closed and its lock freed.
 func (h *fileHold) release() {
-	if h.idle != nil {
-		h.idle.Stop()
-	}
+	h.idle.Stop()
 	if h.db == nil {
 		return
 	}
@@ -163,16 +164,12 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 	}
 	now = time.Now()
 	h.db, h.fi, h.began, h.last = db, fi, now, now
-	if h.idle == nil {
-		h.idle = time.AfterFunc(holdIdle, h.endIdle)
-	} else {
-		h.idle.Reset(holdIdle)
-	}
+	h.idle.Reset(holdIdle)
 	return nil
 }
 
 // endIdle is the idle timer's: it ends a hold unused for holdIdle, else
-// looks again when it would be. (h.idle is set before it first fires and
+// looks again when it would be. (h.idle is set before it can fire, and
 // never replaced.)
 func (h *fileHold) endIdle() {
 	if !h.TryLock() {
