@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -466,7 +468,7 @@ func (c *openaiChunk) readDelta(dec *jsontext.Decoder, ch *openaiChoice) error {
 func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 	c := &d.chunk
 	c.src, c.wantModel = trimmed, d.model == ""
-	ok := fastChunk(trimmed, c)
+	ok := c.scan(trimmed) || fastChunk(trimmed, c)
 	c.src = "" // the event's data is not kept past its step
 	if !ok {
 		return step{}, false
@@ -515,4 +517,412 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 		}
 	}
 	return s, true
+}
+
+// scan is UnmarshalJSONFrom without jsontext, for the chunks a stream is
+// made of: one pass over src with no decoder state, filling c exactly as
+// UnmarshalJSONFrom does. It accepts only plain JSON, a subset of what
+// both other paths accept alike: it gives up (false, c then undefined) on
+// any backslash in a string, a control byte or invalid UTF-8 in one, a
+// name repeated among those it reads, a field of another type than its
+// own, a number strconv refuses, nesting past scanMaxDepth, or anything
+// that is not JSON, and the jsontext path then decides (and after it the
+// map path). Repeated names among those it skips change nothing in the map
+// path's reading either.
+func (c *openaiChunk) scan(src string) bool {
+	*c = openaiChunk{src: src, wantModel: c.wantModel, choices: c.choices[:0]}
+	p := jscan{s: src}
+	var seen uint8
+	ok := p.object(0, func(name string) bool {
+		var bit uint8
+		switch name {
+		case "model":
+			bit = 1
+			if !c.wantModel {
+				return p.skip(1)
+			}
+			s, ok, isStr := p.stringOrNull()
+			if isStr {
+				c.modelV, c.model = s, &c.modelV
+			}
+			return ok && p.once(&seen, bit)
+		case "error":
+			bit = 2
+			c.err = p.raw(1)
+		case "usage":
+			bit = 4
+			return p.once(&seen, bit) && c.scanUsage(&p)
+		case "x_groq":
+			bit = 8
+			c.xgroq = p.raw(1)
+		case "choices":
+			bit = 16
+			return p.once(&seen, bit) && c.scanChoices(&p)
+		default:
+			return p.skip(1)
+		}
+		return !p.failed && p.once(&seen, bit)
+	})
+	return ok && p.end()
+}
+
+func (c *openaiChunk) scanUsage(p *jscan) bool {
+	if null, ok := p.nullOr('{'); null || !ok {
+		return ok
+	}
+	c.usage = true
+	var seen uint8
+	return p.object(1, func(name string) bool {
+		switch name {
+		case "prompt_tokens":
+			return p.once(&seen, 1) && p.number(&c.in, &c.inV)
+		case "completion_tokens":
+			return p.once(&seen, 2) && p.number(&c.out, &c.outV)
+		case "completion_tokens_details":
+			if !p.once(&seen, 4) {
+				return false
+			}
+			if null, ok := p.nullOr('{'); null || !ok {
+				return ok
+			}
+			var seen2 uint8
+			return p.object(2, func(name string) bool {
+				if name == "reasoning_tokens" {
+					return p.once(&seen2, 1) && p.number(&c.reason, &c.reasonV)
+				}
+				return p.skip(3)
+			})
+		}
+		return p.skip(2)
+	})
+}
+
+func (c *openaiChunk) scanChoices(p *jscan) bool {
+	if null, ok := p.nullOr('['); null || !ok {
+		return ok
+	}
+	return p.array(1, func() bool {
+		if null, ok := p.nullOr('{'); null || !ok {
+			return ok // the map path skips a null element too
+		}
+		c.choices = append(c.choices, openaiChoice{})
+		ch := &c.choices[len(c.choices)-1]
+		var seen uint8
+		return p.object(2, func(name string) bool {
+			switch name {
+			case "index":
+				return p.once(&seen, 1) && p.number(&ch.index, &ch.indexV)
+			case "delta":
+				return p.once(&seen, 2) && c.scanDelta(p, ch)
+			case "finish_reason":
+				s, ok, isStr := p.stringOrNull()
+				if isStr {
+					ch.finishV, ch.finish = s, &ch.finishV
+				}
+				return ok && p.once(&seen, 4)
+			}
+			return p.skip(3)
+		})
+	})
+}
+
+func (c *openaiChunk) scanDelta(p *jscan, ch *openaiChoice) bool {
+	if null, ok := p.nullOr('{'); null || !ok {
+		return ok
+	}
+	ch.delta = true
+	var seen uint8
+	return p.object(3, func(name string) bool {
+		var bit uint8
+		switch name {
+		case "content":
+			bit = 1
+			v := p.raw(4)
+			if p.failed {
+				return false
+			}
+			if v[0] == '"' {
+				ch.content = fastText{s: v[1 : len(v)-1], str: true} // scan refuses escapes
+			} else {
+				ch.content = fastText{raw: bytesOf(v)}
+			}
+		case "reasoning_content":
+			bit = 2
+			ch.reasoningContent = p.raw(4)
+		case "reasoning":
+			bit = 4
+			ch.reasoning = p.raw(4)
+		case "refusal":
+			bit = 8
+			ch.refusal = p.raw(4)
+		case "tool_calls":
+			bit = 16
+			ch.toolCalls = p.raw(4)
+		default:
+			return p.skip(4)
+		}
+		return !p.failed && p.once(&seen, bit)
+	})
+}
+
+// scanMaxDepth bounds the nesting openaiChunk.scan reads (deeper: it gives
+// up, and the jsontext path decides).
+const scanMaxDepth = 32
+
+// jscan reads plain JSON from s (see openaiChunk.scan): every method
+// reports false (and failed is set) on anything it does not accept.
+type jscan struct {
+	s      string
+	i      int
+	failed bool
+}
+
+func (p *jscan) fail() bool {
+	p.failed = true
+	return false
+}
+
+// once marks bit in *seen, false when it was already (a repeated name).
+func (p *jscan) once(seen *uint8, bit uint8) bool {
+	if *seen&bit != 0 {
+		return p.fail()
+	}
+	*seen |= bit
+	return true
+}
+
+func (p *jscan) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only whitespace is left.
+func (p *jscan) end() bool {
+	p.ws()
+	return p.i == len(p.s) || p.fail()
+}
+
+// peek is the next byte after whitespace (0 at the end).
+func (p *jscan) peek() byte {
+	p.ws()
+	if p.i == len(p.s) {
+		return 0
+	}
+	return p.s[p.i]
+}
+
+// str reads a string without escapes and returns what is between its
+// quotes.
+func (p *jscan) str() (string, bool) {
+	if p.peek() != '"' {
+		return "", p.fail()
+	}
+	start, high := p.i+1, false
+	for j := start; j < len(p.s); j++ {
+		switch c := p.s[j]; {
+		case c == '"':
+			v := p.s[start:j]
+			if high && !utf8.ValidString(v) {
+				return "", p.fail()
+			}
+			p.i = j + 1
+			return v, true
+		case c == '\\' || c < 0x20:
+			return "", p.fail()
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+	}
+	return "", p.fail()
+}
+
+// lit reads the literal w.
+func (p *jscan) lit(w string) bool {
+	if !strings.HasPrefix(p.s[p.i:], w) {
+		return p.fail()
+	}
+	p.i += len(w)
+	return true
+}
+
+// num reads a number (JSON's grammar) and returns its text.
+func (p *jscan) num() (string, bool) {
+	s, start := p.s, p.i
+	i := start
+	digits := func() bool {
+		j := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case !digits():
+		return "", p.fail()
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return "", p.fail()
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return "", p.fail()
+		}
+	}
+	p.i = i
+	return s[start:i], true
+}
+
+// skip reads any value at nesting depth.
+func (p *jscan) skip(depth int) bool {
+	switch c := p.peek(); {
+	case c == '"':
+		_, ok := p.str()
+		return ok
+	case c == '{':
+		return p.object(depth, func(string) bool { return p.skip(depth + 1) })
+	case c == '[':
+		return p.array(depth, func() bool { return p.skip(depth + 1) })
+	case c == 't':
+		return p.lit("true")
+	case c == 'f':
+		return p.lit("false")
+	case c == 'n':
+		return p.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		_, ok := p.num()
+		return ok
+	}
+	return p.fail()
+}
+
+// raw reads any value and returns its text ("" and p.failed when it is
+// not one).
+func (p *jscan) raw(depth int) string {
+	p.ws()
+	start := p.i
+	if !p.skip(depth) {
+		return ""
+	}
+	return p.s[start:p.i]
+}
+
+// object reads an object, calling member with each name (the scanner at
+// its value, which member reads).
+func (p *jscan) object(depth int, member func(name string) bool) bool {
+	if depth > scanMaxDepth || p.peek() != '{' {
+		return p.fail()
+	}
+	p.i++
+	if p.peek() == '}' {
+		p.i++
+		return true
+	}
+	for {
+		name, ok := p.str()
+		if !ok || p.peek() != ':' {
+			return p.fail()
+		}
+		p.i++
+		if !member(name) {
+			return p.fail()
+		}
+		switch p.peek() {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return true
+		default:
+			return p.fail()
+		}
+	}
+}
+
+// array reads an array, calling elem for each element.
+func (p *jscan) array(depth int, elem func() bool) bool {
+	if depth > scanMaxDepth || p.peek() != '[' {
+		return p.fail()
+	}
+	p.i++
+	if p.peek() == ']' {
+		p.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return p.fail()
+		}
+		switch p.peek() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return true
+		default:
+			return p.fail()
+		}
+	}
+}
+
+// nullOr reads null (null true) or checks that the next value opens with
+// k ('{' or '['), leaving it to be read.
+func (p *jscan) nullOr(k byte) (null, ok bool) {
+	switch p.peek() {
+	case 'n':
+		return true, p.lit("null")
+	case k:
+		return false, true
+	}
+	return false, p.fail()
+}
+
+// stringOrNull reads a string (isStr) or null; any other value fails.
+func (p *jscan) stringOrNull() (s string, ok, isStr bool) {
+	switch p.peek() {
+	case 'n':
+		return "", p.lit("null"), false
+	case '"':
+		s, ok := p.str()
+		return s, ok, ok
+	}
+	return "", p.fail(), false
+}
+
+// number reads a number into *v and points *p at it, or null (leaving *ptr
+// nil); any other value, or one strconv refuses, fails.
+func (p *jscan) number(ptr **float64, v *float64) bool {
+	switch c := p.peek(); {
+	case c == 'n':
+		return p.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		s, ok := p.num()
+		if !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return p.fail()
+		}
+		*v, *ptr = f, v
+		return true
+	}
+	return p.fail()
 }
