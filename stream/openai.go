@@ -523,12 +523,14 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 // made of: one pass over src with no decoder state, filling c exactly as
 // UnmarshalJSONFrom does. It accepts only plain JSON, a subset of what
 // both other paths accept alike: it gives up (false, c then undefined) on
-// any backslash in a string, a control byte or invalid UTF-8 in one, a
-// name repeated among those it reads, a field of another type than its
-// own, a number strconv refuses, nesting past scanMaxDepth, or anything
-// that is not JSON, and the jsontext path then decides (and after it the
-// map path). Repeated names among those it skips change nothing in the map
-// path's reading either.
+// an escape in a name or in the model or a finish reason (a text delta's
+// escapes are left to encoding/json, as UnmarshalJSONFrom leaves them), a
+// control byte or invalid UTF-8 in a string, a name repeated among those
+// it reads, a field of another type than its own, a number strconv
+// refuses, nesting past scanMaxDepth, or anything that is not JSON, and
+// the jsontext path then decides (and after it the map path). Repeated
+// names among those it skips change nothing in the map path's reading
+// either.
 func (c *openaiChunk) scan(src string) bool {
 	*c = openaiChunk{src: src, wantModel: c.wantModel, choices: c.choices[:0]}
 	p := jscan{s: src}
@@ -641,8 +643,8 @@ func (c *openaiChunk) scanDelta(p *jscan, ch *openaiChoice) bool {
 			if p.failed {
 				return false
 			}
-			if v[0] == '"' {
-				ch.content = fastText{s: v[1 : len(v)-1], str: true} // scan refuses escapes
+			if v[0] == '"' && strings.IndexByte(v, '\\') < 0 {
+				ch.content = fastText{s: v[1 : len(v)-1], str: true}
 			} else {
 				ch.content = fastText{raw: bytesOf(v)}
 			}
@@ -717,29 +719,81 @@ func (p *jscan) peek() byte {
 	return p.s[p.i]
 }
 
-// str reads a string without escapes and returns what is between its
-// quotes.
-func (p *jscan) str() (string, bool) {
-	if p.peek() != '"' {
-		return "", p.fail()
+// jsonPlain marks the bytes a JSON string holds as they are: not a quote,
+// a backslash, a control byte or a byte of a multi-byte rune. Never
+// written.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
+	return t
+}()
+
+// str reads a string and returns what is between its quotes, and whether
+// that has escapes (valid ones: what the string means is then for
+// encoding/json to read).
+func (p *jscan) str() (v string, esc, ok bool) {
+	if p.peek() != '"' {
+		return "", false, p.fail()
+	}
+	s := p.s
 	start, high := p.i+1, false
-	for j := start; j < len(p.s); j++ {
-		switch c := p.s[j]; {
+	for j := start; j < len(s); {
+		c := s[j]
+		if jsonPlain[c] {
+			j++
+			continue
+		}
+		switch {
 		case c == '"':
-			v := p.s[start:j]
+			v := s[start:j]
 			if high && !utf8.ValidString(v) {
-				return "", p.fail()
+				return "", false, p.fail()
 			}
 			p.i = j + 1
-			return v, true
-		case c == '\\' || c < 0x20:
-			return "", p.fail()
-		case c >= utf8.RuneSelf:
+			return v, esc, true
+		case c == '\\':
+			esc = true
+			if j+1 == len(s) {
+				return "", false, p.fail()
+			}
+			switch s[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(s) || !isHex4(s[j+2:j+6]) {
+					return "", false, p.fail()
+				}
+				j += 6
+			default:
+				return "", false, p.fail()
+			}
+		case c < 0x20:
+			return "", false, p.fail()
+		default:
 			high = true
+			j++
 		}
 	}
-	return "", p.fail()
+	return "", false, p.fail()
+}
+
+func isHex4(h string) bool {
+	for i := range 4 {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainStr reads a string without escapes.
+func (p *jscan) plainStr() (string, bool) {
+	v, esc, ok := p.str()
+	if esc {
+		return "", p.fail()
+	}
+	return v, ok
 }
 
 // lit reads the literal w.
@@ -794,7 +848,7 @@ func (p *jscan) num() (string, bool) {
 func (p *jscan) skip(depth int) bool {
 	switch c := p.peek(); {
 	case c == '"':
-		_, ok := p.str()
+		_, _, ok := p.str()
 		return ok
 	case c == '{':
 		return p.object(depth, func(string) bool { return p.skip(depth + 1) })
@@ -836,7 +890,7 @@ func (p *jscan) object(depth int, member func(name string) bool) bool {
 		return true
 	}
 	for {
-		name, ok := p.str()
+		name, ok := p.plainStr()
 		if !ok || p.peek() != ':' {
 			return p.fail()
 		}
@@ -900,7 +954,7 @@ func (p *jscan) stringOrNull() (s string, ok, isStr bool) {
 	case 'n':
 		return "", p.lit("null"), false
 	case '"':
-		s, ok := p.str()
+		s, ok := p.plainStr()
 		return s, ok, ok
 	}
 	return "", p.fail(), false
