@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -738,7 +739,19 @@ func (p *jscan) str() (v string, esc, ok bool) {
 	}
 	s := p.s
 	start, high := p.i+1, false
-	for j := start; j < len(s); {
+	j := start
+	// Eight bytes at a time while none is a quote, a backslash, a control
+	// byte or a byte of a multi-byte rune (a word that may hold one, the
+	// bit tricks erring only that way, goes to the loop byte by byte).
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for b := bytesOf(s); j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		q, bs := x^('"'*ones), x^('\\'*ones)
+		if ((x-0x20*ones)|(q-ones)|(bs-ones)|x)&highs != 0 {
+			break
+		}
+	}
+	for j < len(s) {
 		c := s[j]
 		if jsonPlain[c] {
 			j++
