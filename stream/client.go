@@ -119,10 +119,11 @@ type Client struct {
 }
 
 // After a stream's end signal, the rest of its body (an HTTP/1.1 chunked
-// body's last chunk, usually already on its way) is read, up to drainMax
-// decoded bytes and for at most the drain wait, so that the connection goes
-// back to the pool: closing a body before its end makes net/http close the
-// connection, and the next call would dial (and shake hands) again.
+// body's last chunk, usually already on its way) is read in the background,
+// up to drainMax bytes as they came on the wire and for at most the drain
+// wait, so that the connection goes back to the pool: closing a body before
+// its end makes net/http close the connection, and the next call would dial
+// (and shake hands) again.
 const (
 	drainMax         = 4 << 10
 	defaultDrainWait = 100 * time.Millisecond

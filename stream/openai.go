@@ -713,6 +713,9 @@ func (p *jscan) end() bool {
 
 // peek is the next byte after whitespace (0 at the end).
 func (p *jscan) peek() byte {
+	if p.i < len(p.s) && p.s[p.i] > ' ' { // compact JSON: no whitespace to skip
+		return p.s[p.i]
+	}
 	p.ws()
 	if p.i == len(p.s) {
 		return 0
