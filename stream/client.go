@@ -10,7 +10,6 @@ import (
 	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"iter"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -742,13 +741,12 @@ func (g *gzipErrReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// mediaType is mime.ParseMediaType's media type, without the parameters it
+// would parse (and allocate) for nothing: the part before any ';',
+// lowercased and trimmed, whether the rest parses or not.
 func mediaType(h http.Header) string {
-	ct := h.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil {
-		return mt
-	}
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.TrimSpace(strings.ToLower(mt))
 }
 
 // sniff returns the first byte that is not whitespace or a BOM, reading

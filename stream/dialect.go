@@ -162,19 +162,21 @@ func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Re
 	if err != nil {
 		return nil, fmt.Errorf("%s request: %w", info.Name, err)
 	}
+	hdr := make(http.Header, len(h)+4)
 	for k, v := range h {
-		hr.Header[k] = v
+		hdr[k] = v
 	}
-	hr.Header.Set("Content-Type", "application/json")
 	accept := d.accept
 	if accept == "" {
 		accept = "text/event-stream"
 	}
-	hr.Header.Set("Accept", accept)
-	// Ask for no compression: the transport then never decodes on its own,
-	// so a body that claims gzip is decoded (and judged) here.
-	hr.Header.Set("Accept-Encoding", "identity")
-	hr.Header.Set("User-Agent", userAgent)
+	// Ask for no compression (Accept-Encoding): the transport then never
+	// decodes on its own, so a body that claims gzip is decoded (and
+	// judged) here. The four values share one array, each its own slice of
+	// capacity 1 (as Header.Set makes them: an Add copies it).
+	vals := append(make([]string, 0, 4), "application/json", accept, "identity", userAgent)
+	hdr["Content-Type"], hdr["Accept"], hdr["Accept-Encoding"], hdr["User-Agent"] = vals[0:1:1], vals[1:2:2], vals[2:3:3], vals[3:4:4]
+	hr.Header = hdr
 	if d.sign != nil {
 		if err := d.sign(ctx, hr, buf, info, ep, req, now); err != nil {
 			return nil, fmt.Errorf("%s request: %w", info.Name, err)
