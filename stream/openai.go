@@ -165,6 +165,19 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 	return s
 }
 
+// deltaText is contentText for the fast path's raw delta content: a string
+// with escapes is unquoted by jsontext, which reads it as encoding/json
+// does (what it refuses, a lone surrogate among them, goes to
+// contentText), in about a quarter of encoding/json's time.
+func deltaText(raw json.RawMessage) string {
+	if len(raw) > 1 && raw[0] == '"' {
+		if b, err := jsontext.AppendUnquote(nil, raw); err == nil {
+			return string(b)
+		}
+	}
+	return contentText(raw)
+}
+
 // contentText reads a delta's content: a string, or (Mistral) a list of
 // typed parts whose text parts are joined.
 func contentText(raw json.RawMessage) string {
@@ -502,7 +515,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 			continue
 		}
 		if ch.delta {
-			if t := ch.content.text(contentText); t != "" {
+			if t := ch.content.text(deltaText); t != "" {
 				s.text += t
 				s.progress = true
 			}
