@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/limitscope/limitscope/stream"
 )
@@ -177,6 +181,15 @@ func checkFields(m map[string]json.RawMessage, read map[string]bool, refused map
 
 // parseOpenAI reads a Chat Completions request.
 func parseOpenAI(body []byte) (*inbound, *apiError) {
+	if in, ok := parseOpenAIFast(body); ok {
+		return in, nil
+	}
+	return parseOpenAIMap(body)
+}
+
+// parseOpenAIMap is parseOpenAI for every request: a map of the members,
+// each decoded on its own.
+func parseOpenAIMap(body []byte) (*inbound, *apiError) {
 	m, e := decodeObject(body)
 	if e != nil {
 		return nil, e
@@ -297,6 +310,125 @@ func parseOpenAI(body []byte) (*inbound, *apiError) {
 	}
 	in.system = strings.Join(sys, "\n\n")
 	return in, nil
+}
+
+// openAIFast is the common shape of a Chat Completions request, for
+// parseOpenAIFast, every member kept raw (any other member is refused:
+// fastStrict).
+type openAIFast struct {
+	Model               jsontext.Value  `json:"model"`
+	Messages            []openAIFastMsg `json:"messages"`
+	Stream              jsontext.Value  `json:"stream"`
+	StreamOptions       jsontext.Value  `json:"stream_options"`
+	MaxTokens           jsontext.Value  `json:"max_tokens"`
+	MaxCompletionTokens jsontext.Value  `json:"max_completion_tokens"`
+}
+
+type openAIFastMsg struct {
+	Role    jsontext.Value `json:"role"`
+	Content jsontext.Value `json:"content"`
+}
+
+type openAIFastOptions struct {
+	IncludeUsage jsontext.Value `json:"include_usage"`
+}
+
+// fastStrict refuses a member of another name than a field's (names match
+// exactly), as encoding/json/v2 already refuses a repeated name and
+// invalid UTF-8.
+var fastStrict = jsonv2.RejectUnknownMembers(true)
+
+// parseOpenAIFast reads the requests SDKs send most (a model, messages of
+// text, stream, stream_options.include_usage, a token cap) in one decoding
+// by encoding/json/v2 instead of a map and a decoding per field: about a
+// quarter of parseOpenAI's time. It reads only what parseOpenAI reads the
+// same way (names matched exactly, no repeated name, valid UTF-8, nothing
+// else in the request or its messages, plain strings for the model and
+// roles, a positive integer cap): anything else, every error included, is
+// false, and parseOpenAIMap decides. FuzzParseOpenAIFast holds it to
+// parseOpenAIMap.
+func parseOpenAIFast(body []byte) (*inbound, bool) {
+	var r openAIFast
+	if jsonv2.Unmarshal(bytes.TrimSpace(body), &r, fastStrict) != nil || len(r.Messages) == 0 {
+		return nil, false
+	}
+	in := &inbound{dialect: stream.DialectOpenAI}
+	var ok bool
+	if in.model, ok = plainJSONString(r.Model); !ok || in.model == "" {
+		return nil, false
+	}
+	if in.stream, ok = jsonBool(r.Stream); !ok {
+		return nil, false
+	}
+	if len(r.StreamOptions) > 0 {
+		var so openAIFastOptions
+		if jsonv2.Unmarshal(r.StreamOptions, &so, fastStrict) != nil {
+			return nil, false
+		}
+		if in.includeUsage, ok = jsonBool(so.IncludeUsage); !ok {
+			return nil, false
+		}
+	}
+	for _, raw := range []jsontext.Value{r.MaxCompletionTokens, r.MaxTokens} {
+		if len(raw) == 0 {
+			continue
+		}
+		n, err := strconv.Atoi(string(raw))
+		if err != nil || n < 1 || raw[0] == '+' {
+			return nil, false
+		}
+		if in.maxTokens == 0 {
+			in.maxTokens = n
+		}
+	}
+	var sys []string
+	for _, mg := range r.Messages {
+		role, ok := plainJSONString(mg.Role)
+		if !ok {
+			return nil, false
+		}
+		text, ok := plainJSONString(mg.Content)
+		if !ok {
+			var e *apiError
+			if text, e = textContent(json.RawMessage(mg.Content), "", "text"); e != nil {
+				return nil, false
+			}
+		}
+		switch role {
+		case "system", "developer":
+			sys = append(sys, text)
+		case "user", "assistant":
+			in.messages = append(in.messages, stream.Message{Role: role, Content: text})
+		default:
+			return nil, false
+		}
+	}
+	if len(in.messages) == 0 {
+		return nil, false
+	}
+	in.system = strings.Join(sys, "\n\n")
+	return in, true
+}
+
+// plainJSONString is a JSON string's text when it has no escapes.
+func plainJSONString(raw jsontext.Value) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
+
+// jsonBool reads true or false; absent is false.
+func jsonBool(raw jsontext.Value) (v, ok bool) {
+	switch string(raw) {
+	case "":
+		return false, true
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
 }
 
 // readSampling reads temperature, top_p and the stop field.

@@ -10,7 +10,6 @@ import (
 	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"iter"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -110,7 +109,24 @@ type Client struct {
 	// instances maps an endpoint's base URL to the simulator instance that
 	// last answered on it (SimInstanceHeader), for Router.Scope.
 	instances sync.Map
+
+	// drainWait bounds the wait for the rest of a body after its end
+	// signal (0: defaultDrainWait), and drained (nil: none) hears each
+	// drain end; see drain. Tests set them.
+	drainWait time.Duration
+	drained   func()
 }
+
+// After a stream's end signal, the rest of its body (an HTTP/1.1 chunked
+// body's last chunk, usually already on its way) is read in the background,
+// up to drainMax bytes as they came on the wire and for at most the drain
+// wait, so that the connection goes back to the pool: closing a body before
+// its end makes net/http close the connection, and the next call would dial
+// (and shake hands) again.
+const (
+	drainMax         = 4 << 10
+	defaultDrainWait = 100 * time.Millisecond
+)
 
 // SimInstanceHeader is the response header by which limitscope's simulator
 // names its instance. Cooldowns caused by an endpoint that sent it are
@@ -166,6 +182,9 @@ func NewHTTPClient() *http.Client {
 	// Many calls at once to one provider (the proxy, bench) reuse their
 	// connections instead of a new TLS handshake each: Go's default keeps 2.
 	tr.MaxIdleConnsPerHost = 64
+	// A fast stream arrives in bursts bigger than the default 4 KB read
+	// buffer: read them in one system call rather than one per 4 KB.
+	tr.ReadBufferSize = 32 << 10
 	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 }
 
@@ -391,6 +410,7 @@ type wireReader struct {
 	n     int64
 	head  []byte
 	limit int64 // 0: none
+	eof   bool  // the body returned io.EOF: nothing is left to drain
 }
 
 // errStreamTooBig ends a stream that passed Options.MaxStreamSize.
@@ -404,6 +424,9 @@ func (w *wireReader) Read(p []byte) (int, error) {
 		p = p[:w.limit-w.n]
 	}
 	n, err := w.r.Read(p)
+	if err == io.EOF {
+		w.eof = true
+	}
 	if n > 0 {
 		w.n += int64(n)
 		if len(w.head) < SnippetSize {
@@ -463,6 +486,9 @@ type attempt struct {
 	onThinking func()       // Request.OnThinking (may be nil)
 	onUsage    func(Usage)  // Request.OnUsage (may be nil; cleared once called)
 	red        redactor
+	// drain: the stream ended well before its body did; the body is
+	// drained in the background when the attempt returns (see drain).
+	drain bool
 }
 
 // emitText hands a scrubbed delta to the caller, pausing the idle timers
@@ -556,7 +582,11 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.p, a.d = p, p.spec()
 
 	ctx, cancel := context.WithCancelCause(a.parent)
-	defer cancel(nil)
+	defer func() {
+		if !a.drain {
+			cancel(nil)
+		}
+	}()
 	a.ctx = ctx
 	a.wd = &watchdog{cancel: cancel, o: a.o}
 	defer a.wd.stop()
@@ -576,11 +606,22 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 		}
 		return a.transportError(err)
 	}
-	defer resp.Body.Close()
 	// Belt and braces: a transport that does not abort reads on
 	// cancellation still ends when the body is closed.
 	stopClose := context.AfterFunc(ctx, func() { resp.Body.Close() })
-	defer stopClose()
+	defer func() {
+		if a.drain {
+			go func() {
+				drain(resp.Body, a.c.drainWait, cancel, stopClose)
+				if a.c.drained != nil {
+					a.c.drained()
+				}
+			}()
+			return
+		}
+		stopClose()
+		resp.Body.Close()
+	}()
 
 	a.c.noteInstance(ep.BaseURL, resp.Header)
 	a.res.Status = resp.StatusCode
@@ -700,13 +741,12 @@ func (g *gzipErrReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// mediaType is mime.ParseMediaType's media type, without the parameters it
+// would parse (and allocate) for nothing: the part before any ';',
+// lowercased and trimmed, whether the rest parses or not.
 func mediaType(h http.Header) string {
-	ct := h.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil {
-		return mt
-	}
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.TrimSpace(strings.ToLower(mt))
 }
 
 // sniff returns the first byte that is not whitespace or a BOM, reading
@@ -825,6 +865,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 		gotContent bool
 		readErr    error
 		midErr     *ErrorBody
+		ended      bool // the loop stopped at the stream's own end (step.done)
 	)
 	frames := a.d.frames
 	if frames == nil {
@@ -871,9 +912,11 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			a.wd.arm(&a.wd.grace, a.o.UsageGrace, errGraceOver)
 		}
 		if s.done {
+			ended = true
 			break
 		}
 	}
+	a.drain = ended && finished && !wire.eof
 	if out := deltas.Flush(); out != "" {
 		truncated = keep(&text, out, a.o.MaxPartialText) || truncated
 		a.firstText(out)
@@ -940,6 +983,28 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	return a.fail(&Error{Class: ClassConnection, MidStream: true,
 		Message: fmt.Sprintf("the stream ended before its end signal (%s)", a.d.endSignal)})
 }
+
+// drain reads what is left of the body of an attempt that returned after
+// its stream's end signal (see drainMax), so that net/http can reuse its
+// connection, then closes it and ends the attempt's context (cancel, with
+// stopClose: the attempt's). The attempt's caller does not wait for it; it
+// reads raw bytes (a compressed body is not decoded) and gives up, the
+// connection then closed as before, past drainMax bytes, past wait (0:
+// defaultDrainWait) or when the caller's context ends.
+func drain(body io.ReadCloser, wait time.Duration, cancel context.CancelCauseFunc, stopClose func() bool) {
+	if wait <= 0 {
+		wait = defaultDrainWait
+	}
+	t := time.AfterFunc(wait, func() { cancel(errDrainOver) })
+	_, _ = io.CopyN(io.Discard, body, drainMax+1)
+	t.Stop()
+	stopClose()
+	body.Close()
+	cancel(nil)
+}
+
+// errDrainOver ends the wait for the rest of a body after its end signal.
+var errDrainOver = errors.New("drain wait over")
 
 // sseEvents reads SSE events (the default framing).
 func sseEvents(r io.Reader, maxEvent int) iter.Seq2[wireEvent, error] {

@@ -10,6 +10,8 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -152,7 +154,7 @@ func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Re
 	u.Path = strings.TrimRight(u.Path, "/")
 	body, h := d.request(u, info, req, maxTokens, ep.Key.Reveal())
 	u.RawPath = ""
-	buf, err := json.Marshal(body)
+	buf, err := appendBody(make([]byte, 0, 512), body)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s request: %w", info.Name, err)
 	}
@@ -160,25 +162,126 @@ func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Re
 	if err != nil {
 		return nil, fmt.Errorf("%s request: %w", info.Name, err)
 	}
+	hdr := make(http.Header, len(h)+4)
 	for k, v := range h {
-		hr.Header[k] = v
+		hdr[k] = v
 	}
-	hr.Header.Set("Content-Type", "application/json")
 	accept := d.accept
 	if accept == "" {
 		accept = "text/event-stream"
 	}
-	hr.Header.Set("Accept", accept)
-	// Ask for no compression: the transport then never decodes on its own,
-	// so a body that claims gzip is decoded (and judged) here.
-	hr.Header.Set("Accept-Encoding", "identity")
-	hr.Header.Set("User-Agent", userAgent)
+	// Ask for no compression (Accept-Encoding): the transport then never
+	// decodes on its own, so a body that claims gzip is decoded (and
+	// judged) here. The four values share one array, each its own slice of
+	// capacity 1 (as Header.Set makes them: an Add copies it).
+	vals := append(make([]string, 0, 4), "application/json", accept, "identity", userAgent)
+	hdr["Content-Type"], hdr["Accept"], hdr["Accept-Encoding"], hdr["User-Agent"] = vals[0:1:1], vals[1:2:2], vals[2:3:3], vals[3:4:4]
+	hr.Header = hdr
 	if d.sign != nil {
 		if err := d.sign(ctx, hr, buf, info, ep, req, now); err != nil {
 			return nil, fmt.Errorf("%s request: %w", info.Name, err)
 		}
 	}
 	return hr, nil
+}
+
+// appendBody appends v as json.Marshal encodes it, byte for byte (keys
+// sorted, HTML characters escaped), without its reflection: the types the
+// dialects build request bodies of are written here (strings that need no
+// escaping as they are), anything else by json.Marshal.
+func appendBody(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendBodyString(b, v)
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case map[string]any:
+		return appendBodyMap(b, v, appendBody)
+	case map[string]string:
+		return appendBodyMap(b, v, appendBodyString)
+	case []any:
+		return appendBodyList(b, v, appendBody)
+	case []map[string]any:
+		return appendBodyList(b, v, func(b []byte, m map[string]any) ([]byte, error) { return appendBodyMap(b, m, appendBody) })
+	case []map[string]string:
+		return appendBodyList(b, v, func(b []byte, m map[string]string) ([]byte, error) { return appendBodyMap(b, m, appendBodyString) })
+	case []string:
+		return appendBodyList(b, v, appendBodyString)
+	}
+	enc, err := json.Marshal(v)
+	return append(b, enc...), err
+}
+
+// appendBodyString appends s as json.Marshal does: as it is when nothing
+// in it needs escaping, else by json.Marshal.
+func appendBodyString(b []byte, s string) ([]byte, error) {
+	high := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			enc, err := json.Marshal(s)
+			return append(b, enc...), err
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+	}
+	if high && (!utf8.ValidString(s) || strings.Contains(s, "\u2028") || strings.Contains(s, "\u2029")) {
+		enc, err := json.Marshal(s)
+		return append(b, enc...), err
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}
+
+// appendBodyMap appends m with its keys sorted, each value by enc.
+func appendBodyMap[V any](b []byte, m map[string]V, enc func([]byte, V) ([]byte, error)) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var arr [16]string
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendBodyString(b, k); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if b, err = enc(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendBodyList appends l, each element by enc.
+func appendBodyList[V any](b []byte, l []V, enc func([]byte, V) ([]byte, error)) ([]byte, error) {
+	if l == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	var err error
+	for i, v := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = enc(b, v); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // step is what one SSE event meant.

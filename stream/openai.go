@@ -2,12 +2,15 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -160,6 +163,19 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 		}
 	}
 	return s
+}
+
+// deltaText is contentText for the fast path's raw delta content: a string
+// with escapes is unquoted by jsontext, which reads it as encoding/json
+// does (what it refuses, a lone surrogate among them, goes to
+// contentText), in about a quarter of encoding/json's time.
+func deltaText(raw json.RawMessage) string {
+	if len(raw) > 1 && raw[0] == '"' {
+		if b, err := jsontext.AppendUnquote(nil, raw); err == nil {
+			return string(b)
+		}
+	}
+	return contentText(raw)
 }
 
 // contentText reads a delta's content: a string, or (Mistral) a list of
@@ -466,7 +482,7 @@ func (c *openaiChunk) readDelta(dec *jsontext.Decoder, ch *openaiChoice) error {
 func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 	c := &d.chunk
 	c.src, c.wantModel = trimmed, d.model == ""
-	ok := fastChunk(trimmed, c)
+	ok := c.scan(trimmed) || fastChunk(trimmed, c)
 	c.src = "" // the event's data is not kept past its step
 	if !ok {
 		return step{}, false
@@ -499,7 +515,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 			continue
 		}
 		if ch.delta {
-			if t := ch.content.text(contentText); t != "" {
+			if t := ch.content.text(deltaText); t != "" {
 				s.text += t
 				s.progress = true
 			}
@@ -515,4 +531,481 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 		}
 	}
 	return s, true
+}
+
+// scan is UnmarshalJSONFrom without jsontext, for the chunks a stream is
+// made of: one pass over src with no decoder state, filling c exactly as
+// UnmarshalJSONFrom does. It accepts only plain JSON, a subset of what
+// both other paths accept alike: it gives up (false, c then undefined) on
+// an escape in a name or in the model or a finish reason (a text delta's
+// escapes are left to encoding/json, as UnmarshalJSONFrom leaves them), a
+// control byte or invalid UTF-8 in a string, a name repeated among those
+// it reads, a field of another type than its own, a number strconv
+// refuses, nesting past scanMaxDepth, or anything that is not JSON, and
+// the jsontext path then decides (and after it the map path). Repeated
+// names among those it skips change nothing in the map path's reading
+// either.
+func (c *openaiChunk) scan(src string) bool {
+	*c = openaiChunk{src: src, wantModel: c.wantModel, choices: c.choices[:0]}
+	p := jscan{s: src}
+	var seen uint8
+	ok := p.object(0, func(name string) bool {
+		var bit uint8
+		switch name {
+		case "model":
+			bit = 1
+			if !c.wantModel {
+				return p.skip(1)
+			}
+			s, ok, isStr := p.stringOrNull()
+			if isStr {
+				c.modelV, c.model = s, &c.modelV
+			}
+			return ok && p.once(&seen, bit)
+		case "error":
+			bit = 2
+			c.err = p.raw(1)
+		case "usage":
+			bit = 4
+			return p.once(&seen, bit) && c.scanUsage(&p)
+		case "x_groq":
+			bit = 8
+			c.xgroq = p.raw(1)
+		case "choices":
+			bit = 16
+			return p.once(&seen, bit) && c.scanChoices(&p)
+		default:
+			return p.skip(1)
+		}
+		return !p.failed && p.once(&seen, bit)
+	})
+	return ok && p.end()
+}
+
+func (c *openaiChunk) scanUsage(p *jscan) bool {
+	if null, ok := p.nullOr('{'); null || !ok {
+		return ok
+	}
+	c.usage = true
+	var seen uint8
+	return p.object(1, func(name string) bool {
+		switch name {
+		case "prompt_tokens":
+			return p.once(&seen, 1) && p.number(&c.in, &c.inV)
+		case "completion_tokens":
+			return p.once(&seen, 2) && p.number(&c.out, &c.outV)
+		case "completion_tokens_details":
+			if !p.once(&seen, 4) {
+				return false
+			}
+			if null, ok := p.nullOr('{'); null || !ok {
+				return ok
+			}
+			var seen2 uint8
+			return p.object(2, func(name string) bool {
+				if name == "reasoning_tokens" {
+					return p.once(&seen2, 1) && p.number(&c.reason, &c.reasonV)
+				}
+				return p.skip(3)
+			})
+		}
+		return p.skip(2)
+	})
+}
+
+func (c *openaiChunk) scanChoices(p *jscan) bool {
+	if null, ok := p.nullOr('['); null || !ok {
+		return ok
+	}
+	return p.array(1, func() bool {
+		if null, ok := p.nullOr('{'); null || !ok {
+			return ok // the map path skips a null element too
+		}
+		c.choices = append(c.choices, openaiChoice{})
+		ch := &c.choices[len(c.choices)-1]
+		var seen uint8
+		return p.object(2, func(name string) bool {
+			switch name {
+			case "index":
+				return p.once(&seen, 1) && p.number(&ch.index, &ch.indexV)
+			case "delta":
+				return p.once(&seen, 2) && c.scanDelta(p, ch)
+			case "finish_reason":
+				s, ok, isStr := p.stringOrNull()
+				if isStr {
+					ch.finishV, ch.finish = s, &ch.finishV
+				}
+				return ok && p.once(&seen, 4)
+			}
+			return p.skip(3)
+		})
+	})
+}
+
+func (c *openaiChunk) scanDelta(p *jscan, ch *openaiChoice) bool {
+	if null, ok := p.nullOr('{'); null || !ok {
+		return ok
+	}
+	ch.delta = true
+	var seen uint8
+	return p.object(3, func(name string) bool {
+		var bit uint8
+		switch name {
+		case "content":
+			bit = 1
+			v := p.raw(4)
+			if p.failed {
+				return false
+			}
+			if v[0] == '"' && strings.IndexByte(v, '\\') < 0 {
+				ch.content = fastText{s: v[1 : len(v)-1], str: true}
+			} else {
+				ch.content = fastText{raw: bytesOf(v)}
+			}
+		case "reasoning_content":
+			bit = 2
+			ch.reasoningContent = p.raw(4)
+		case "reasoning":
+			bit = 4
+			ch.reasoning = p.raw(4)
+		case "refusal":
+			bit = 8
+			ch.refusal = p.raw(4)
+		case "tool_calls":
+			bit = 16
+			ch.toolCalls = p.raw(4)
+		default:
+			return p.skip(4)
+		}
+		return !p.failed && p.once(&seen, bit)
+	})
+}
+
+// scanMaxDepth bounds the nesting openaiChunk.scan reads (deeper: it gives
+// up, and the jsontext path decides).
+const scanMaxDepth = 32
+
+// jscan reads plain JSON from s (see openaiChunk.scan): every method
+// reports false (and failed is set) on anything it does not accept.
+type jscan struct {
+	s      string
+	i      int
+	failed bool
+}
+
+func (p *jscan) fail() bool {
+	p.failed = true
+	return false
+}
+
+// once marks bit in *seen, false when it was already (a repeated name).
+func (p *jscan) once(seen *uint8, bit uint8) bool {
+	if *seen&bit != 0 {
+		return p.fail()
+	}
+	*seen |= bit
+	return true
+}
+
+func (p *jscan) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only whitespace is left.
+func (p *jscan) end() bool {
+	p.ws()
+	return p.i == len(p.s) || p.fail()
+}
+
+// peek is the next byte after whitespace (0 at the end).
+func (p *jscan) peek() byte {
+	if p.i < len(p.s) && p.s[p.i] > ' ' { // compact JSON: no whitespace to skip
+		return p.s[p.i]
+	}
+	p.ws()
+	if p.i == len(p.s) {
+		return 0
+	}
+	return p.s[p.i]
+}
+
+// jsonPlain marks the bytes a JSON string holds as they are: not a quote,
+// a backslash, a control byte or a byte of a multi-byte rune. Never
+// written.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str reads a string and returns what is between its quotes, and whether
+// that has escapes (valid ones: what the string means is then for
+// encoding/json to read).
+func (p *jscan) str() (v string, esc, ok bool) {
+	if p.peek() != '"' {
+		return "", false, p.fail()
+	}
+	s := p.s
+	start, high := p.i+1, false
+	j := start
+	// Eight bytes at a time while none is a quote, a backslash, a control
+	// byte or a byte of a multi-byte rune (a word that may hold one, the
+	// bit tricks erring only that way, goes to the loop byte by byte).
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for b := bytesOf(s); j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		q, bs := x^('"'*ones), x^('\\'*ones)
+		if ((x-0x20*ones)|(q-ones)|(bs-ones)|x)&highs != 0 {
+			break
+		}
+	}
+	for j < len(s) {
+		c := s[j]
+		if jsonPlain[c] {
+			j++
+			continue
+		}
+		switch {
+		case c == '"':
+			v := s[start:j]
+			if high && !utf8.ValidString(v) {
+				return "", false, p.fail()
+			}
+			p.i = j + 1
+			return v, esc, true
+		case c == '\\':
+			esc = true
+			if j+1 == len(s) {
+				return "", false, p.fail()
+			}
+			switch s[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(s) || !isHex4(s[j+2:j+6]) {
+					return "", false, p.fail()
+				}
+				j += 6
+			default:
+				return "", false, p.fail()
+			}
+		case c < 0x20:
+			return "", false, p.fail()
+		default:
+			high = true
+			j++
+		}
+	}
+	return "", false, p.fail()
+}
+
+func isHex4(h string) bool {
+	for i := range 4 {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainStr reads a string without escapes.
+func (p *jscan) plainStr() (string, bool) {
+	v, esc, ok := p.str()
+	if esc {
+		return "", p.fail()
+	}
+	return v, ok
+}
+
+// lit reads the literal w.
+func (p *jscan) lit(w string) bool {
+	if !strings.HasPrefix(p.s[p.i:], w) {
+		return p.fail()
+	}
+	p.i += len(w)
+	return true
+}
+
+// num reads a number (JSON's grammar) and returns its text.
+func (p *jscan) num() (string, bool) {
+	s, start := p.s, p.i
+	i := start
+	digits := func() bool {
+		j := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case !digits():
+		return "", p.fail()
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return "", p.fail()
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return "", p.fail()
+		}
+	}
+	p.i = i
+	return s[start:i], true
+}
+
+// skip reads any value at nesting depth.
+func (p *jscan) skip(depth int) bool {
+	switch c := p.peek(); {
+	case c == '"':
+		_, _, ok := p.str()
+		return ok
+	case c == '{':
+		return p.object(depth, func(string) bool { return p.skip(depth + 1) })
+	case c == '[':
+		return p.array(depth, func() bool { return p.skip(depth + 1) })
+	case c == 't':
+		return p.lit("true")
+	case c == 'f':
+		return p.lit("false")
+	case c == 'n':
+		return p.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		_, ok := p.num()
+		return ok
+	}
+	return p.fail()
+}
+
+// raw reads any value and returns its text ("" and p.failed when it is
+// not one).
+func (p *jscan) raw(depth int) string {
+	p.ws()
+	start := p.i
+	if !p.skip(depth) {
+		return ""
+	}
+	return p.s[start:p.i]
+}
+
+// object reads an object, calling member with each name (the scanner at
+// its value, which member reads).
+func (p *jscan) object(depth int, member func(name string) bool) bool {
+	if depth > scanMaxDepth || p.peek() != '{' {
+		return p.fail()
+	}
+	p.i++
+	if p.peek() == '}' {
+		p.i++
+		return true
+	}
+	for {
+		name, ok := p.plainStr()
+		if !ok || p.peek() != ':' {
+			return p.fail()
+		}
+		p.i++
+		if !member(name) {
+			return p.fail()
+		}
+		switch p.peek() {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return true
+		default:
+			return p.fail()
+		}
+	}
+}
+
+// array reads an array, calling elem for each element.
+func (p *jscan) array(depth int, elem func() bool) bool {
+	if depth > scanMaxDepth || p.peek() != '[' {
+		return p.fail()
+	}
+	p.i++
+	if p.peek() == ']' {
+		p.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return p.fail()
+		}
+		switch p.peek() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return true
+		default:
+			return p.fail()
+		}
+	}
+}
+
+// nullOr reads null (null true) or checks that the next value opens with
+// k ('{' or '['), leaving it to be read.
+func (p *jscan) nullOr(k byte) (null, ok bool) {
+	switch p.peek() {
+	case 'n':
+		return true, p.lit("null")
+	case k:
+		return false, true
+	}
+	return false, p.fail()
+}
+
+// stringOrNull reads a string (isStr) or null; any other value fails.
+func (p *jscan) stringOrNull() (s string, ok, isStr bool) {
+	switch p.peek() {
+	case 'n':
+		return "", p.lit("null"), false
+	case '"':
+		s, ok := p.plainStr()
+		return s, ok, ok
+	}
+	return "", p.fail(), false
+}
+
+// number reads a number into *v and points *p at it, or null (leaving *ptr
+// nil); any other value, or one strconv refuses, fails.
+func (p *jscan) number(ptr **float64, v *float64) bool {
+	switch c := p.peek(); {
+	case c == 'n':
+		return p.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		s, ok := p.num()
+		if !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return p.fail()
+		}
+		*v, *ptr = f, v
+		return true
+	}
+	return p.fail()
 }
