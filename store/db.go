@@ -123,13 +123,21 @@ func openDB(path string, write bool, timeout time.Duration) (*bolt.DB, error) {
 // maps it (checkFile). The open retries when the path was replaced (by repair
 // or compaction) while it waited, so nothing is ever written to an unlinked
 // file.
-func openDBCtx(ctx context.Context, path string, write bool, timeout time.Duration) (db *bolt.DB, err error) {
+func openDBCtx(ctx context.Context, path string, write bool, timeout time.Duration) (*bolt.DB, error) {
+	db, _, err := openDBFile(ctx, path, write, timeout)
+	return db, err
+}
+
+// openDBFile is openDBCtx that also returns the open file bbolt uses (and
+// holds the lock on), for a caller that may have to let go of the file
+// without bbolt's Close (see fileHold.abandon).
+func openDBFile(ctx context.Context, path string, write bool, timeout time.Duration) (db *bolt.DB, file *os.File, err error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
 	if write {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("history directory: %w", err)
+			return nil, nil, fmt.Errorf("history directory: %w", err)
 		}
 	}
 	start := time.Now()
@@ -140,10 +148,10 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 	for {
 		before, statErr := os.Stat(path)
 		if statErr != nil && !write {
-			return nil, fmt.Errorf("history file %s: %w", path, statErr)
+			return nil, nil, fmt.Errorf("history file %s: %w", path, statErr)
 		}
 		if statErr == nil && before.IsDir() {
-			return nil, fmt.Errorf("history file %s is a directory: point --db or LIMITSCOPE_DB at a file", path)
+			return nil, nil, fmt.Errorf("history file %s is a directory: point --db or LIMITSCOPE_DB at a file", path)
 		}
 		var f *os.File
 		var hookErr error
@@ -180,22 +188,22 @@ func openDBCtx(ctx context.Context, path string, write bool, timeout time.Durati
 		}
 		db, err = safeOpen(path, opts)
 		if hookErr != nil {
-			return nil, hookErr
+			return nil, nil, hookErr
 		}
 		if err != nil {
-			return nil, classifyOpenError(path, timeout, err)
+			return nil, nil, classifyOpenError(path, timeout, err)
 		}
 		// Same file as the path names now? A rename while we waited means
 		// the file we hold is no longer the history.
 		now, err1 := os.Stat(path)
 		held, err2 := f.Stat()
 		if err1 == nil && err2 == nil && os.SameFile(now, held) && (statErr != nil || os.SameFile(before, now)) {
-			return db, nil
+			return db, f, nil
 		}
 		_ = db.Close()
 		if !time.Now().Before(deadline) {
 			// Compaction or repair kept replacing the file: as good as locked.
-			return nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
+			return nil, nil, &FileError{Path: path, Kind: ErrLocked, Err: errors.New("replaced repeatedly while opening")}
 		}
 	}
 }
@@ -342,7 +350,7 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 // journal that cannot be applied never stops fn's commit (it stays for a
 // later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
-	db, err := openForUpdate(ctx, path, timeout)
+	db, _, err := openForUpdate(ctx, path, timeout)
 	if err != nil {
 		return err
 	}

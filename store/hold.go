@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -81,6 +82,7 @@ type fileHold struct {
 
 	yielded            time.Time   // when this stood aside for a waiter last
 	db                 *bolt.DB    // the held file, or nil
+	file               *os.File    // db's open file (its lock)
 	fi                 os.FileInfo // db's file, to tell a replaced path
 	began, last, until time.Time   // the hold's start, its last use; no new hold before until
 	idle               *time.Timer // ends the hold once idle (stopped while none)
@@ -114,7 +116,25 @@ func (h *fileHold) release() {
 		return
 	}
 	_ = h.db.Close()
-	h.db, h.fi = nil, nil
+	h.db, h.file, h.fi = nil, nil, nil
+	h.until = time.Now().Add(holdGap)
+}
+
+// abandon ends a hold whose file faulted under bbolt (cut or overwritten by
+// a process that ignored the lock): bbolt's Close could wait for ever on a
+// transaction the fault left open, so the file's lock is let go and the
+// file closed; the mapping (address space only) and bbolt's state are left
+// behind. The next use opens and checks the file afresh.
+func (h *fileHold) abandon() {
+	h.idle.Stop()
+	if h.db == nil {
+		return
+	}
+	// The mapping keeps the open file alive, and with it the lock: unlock
+	// it by hand.
+	_ = syscall.Flock(int(h.file.Fd()), syscall.LOCK_UN)
+	_ = h.file.Close()
+	h.db, h.file, h.fi = nil, nil, nil
 	h.until = time.Now().Add(holdGap)
 }
 
@@ -126,7 +146,10 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		err := updateTx(db, h.path, fn)
 		now := time.Now()
 		h.last = now
-		if err != nil || now.Sub(h.began) >= holdMax {
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			h.abandon()
+		case err != nil || now.Sub(h.began) >= holdMax:
 			h.release()
 		}
 		return err
@@ -147,7 +170,7 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 	if !hold || !h.allow || now.Before(h.until) || waiting {
 		return updateCtx(ctx, h.path, timeout, fn)
 	}
-	db, err := openForUpdate(ctx, h.path, timeout)
+	db, file, err := openForUpdate(ctx, h.path, timeout)
 	if err != nil {
 		return err
 	}
@@ -163,7 +186,7 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		return nil // committed; just not held
 	}
 	now = time.Now()
-	h.db, h.fi, h.began, h.last = db, fi, now, now
+	h.db, h.file, h.fi, h.began, h.last = db, file, fi, now, now
 	h.idle.Reset(holdIdle)
 	return nil
 }
@@ -200,10 +223,10 @@ func (h *fileHold) view(timeout time.Duration, fn func(tx *bolt.Tx) error) error
 
 // openForUpdate opens path to write, waiting for its lock as openDBCtx
 // does, and merges its journals first (see updateCtx).
-func openForUpdate(ctx context.Context, path string, timeout time.Duration) (*bolt.DB, error) {
-	db, err := openDBCtx(ctx, path, true, timeout)
+func openForUpdate(ctx context.Context, path string, timeout time.Duration) (*bolt.DB, *os.File, error) {
+	db, file, err := openDBFile(ctx, path, true, timeout)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if journalWork(path) {
 		var m *journalMerge
@@ -214,7 +237,7 @@ func openForUpdate(ctx context.Context, path string, timeout time.Duration) (*bo
 			m.done()
 		}
 	}
-	return db, nil
+	return db, file, nil
 }
 
 // closeDB closes db, keeping err if there was one.

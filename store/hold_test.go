@@ -146,3 +146,40 @@ func TestWaiterEndsTheHold(t *testing.T) {
 		}
 	})
 }
+
+func TestHeldFileCutUnderneath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := tempDB(t)
+		r := NewRecorder(path, SessionInfo{}, Options{Retention: -1, LockTimeout: 50 * time.Millisecond})
+		recordOne(t, r, "kept")
+		if !lockedNow(t, path) {
+			t.Fatal("not held after a commit")
+		}
+		// A process that ignores the lock cuts the file the recorder has
+		// mapped: its next commit fails with an error, it does not crash.
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, fi.Size()/4); err != nil {
+			t.Fatal(err)
+		}
+		c, evs := okSpec("after", t0).events()
+		sink := r.Sink(c, nil)
+		for _, ev := range evs {
+			sink(ev)
+		}
+		err = r.Flush(context.Background())
+		if err == nil {
+			t.Fatal("a commit into a file cut to a quarter succeeded")
+		}
+		t.Logf("the commit after the cut: %v", err)
+		if r.Pending() == 0 {
+			t.Error("the failed commit's events were dropped")
+		}
+		if lockedNow(t, path) {
+			t.Error("the failed commit left the damaged file held")
+		}
+		_ = r.Close(context.Background())
+	})
+}
