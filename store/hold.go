@@ -216,7 +216,11 @@ func (h *fileHold) endIdle() {
 // package's view).
 func (h *fileHold) view(timeout time.Duration, fn func(tx *bolt.Tx) error) error {
 	if db := h.held(); db != nil {
-		return viewTx(db, h.path, fn)
+		err := viewTx(db, h.path, fn)
+		if errors.Is(err, ErrCorrupt) {
+			h.abandon() // a fault may have left bbolt's locks taken
+		}
+		return err
 	}
 	return view(h.path, timeout, fn)
 }
