@@ -350,11 +350,11 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 // journal that cannot be applied never stops fn's commit (it stays for a
 // later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
-	db, _, err := openForUpdate(ctx, path, timeout)
+	db, file, err := openForUpdate(ctx, path, timeout)
 	if err != nil {
 		return err
 	}
-	return closeDB(db, updateTx(db, path, fn))
+	return closeOrDrop(db, file, updateTx(db, path, fn))
 }
 
 // updateTx runs fn in one write transaction of db, on a file made ready

@@ -130,12 +130,27 @@ func (h *fileHold) abandon() {
 	if h.db == nil {
 		return
 	}
-	// The mapping keeps the open file alive, and with it the lock: unlock
-	// it by hand.
-	_ = syscall.Flock(int(h.file.Fd()), syscall.LOCK_UN)
-	_ = h.file.Close()
+	dropFile(h.file)
 	h.db, h.file, h.fi = nil, nil, nil
 	h.until = time.Now().Add(holdGap)
+}
+
+// dropFile lets go of a database's file without bbolt's Close (see
+// abandon): the mapping keeps the open file alive, and with it the lock,
+// so the lock is undone by hand.
+func dropFile(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
+}
+
+// closeOrDrop closes db after a transaction that returned err: with bbolt's
+// Close, unless err says the file faulted (see abandon).
+func closeOrDrop(db *bolt.DB, file *os.File, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		dropFile(file)
+		return err
+	}
+	return closeDB(db, err)
 }
 
 // update runs fn in one write transaction: in the held file, else in a
@@ -175,8 +190,7 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		return err
 	}
 	if err := updateTx(db, h.path, fn); err != nil {
-		_ = db.Close()
-		return err
+		return closeOrDrop(db, file, err)
 	}
 	// openDBCtx saw the path name the file it locked, and the lock is
 	// still held: the path's file now is db's.
