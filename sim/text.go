@@ -194,9 +194,15 @@ func (s *Server) answerText(req *simRequest) ([]string, bool) {
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
-			b.WriteString(paragraph(r, req, min(size-b.Len(), 300+r.IntN(500)), b.Len() == 0))
+			// The separator can reach the size; what is left may then be
+			// nothing, and a paragraph is never asked for less than a byte.
+			left := size - b.Len()
+			if left <= 0 {
+				break
+			}
+			b.WriteString(paragraph(r, req, min(left, 300+r.IntN(500)), b.Len() == 0))
 		}
-		text = b.String()
+		text = strings.TrimRight(b.String(), "\n")
 	case "code":
 		text = codeBlock(r, s.answer.size)
 	}
@@ -285,9 +291,14 @@ func codeBlock(r *rand.Rand, size int) string {
 	return b.String()
 }
 
+// trimTo cuts s to at most n bytes (nothing for n <= 0) without splitting
+// a UTF-8 sequence.
 func trimTo(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	if n <= 0 {
+		return ""
 	}
 	s = s[:n]
 	for len(s) > 0 && !utf8.ValidString(s) {

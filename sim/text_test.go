@@ -37,3 +37,20 @@ func contains(list []string, w string) bool {
 	}
 	return false
 }
+
+// Every size of a paragraphs answer makes text within that size, with no
+// separator left at its end: a paragraph that ends a byte short of the
+// size once asked the next one for less than nothing (found by
+// FuzzParseAnswer).
+func TestParagraphsAnySize(t *testing.T) {
+	for size := 1; size <= 3000; size++ {
+		s := &Server{answer: answerShape{kind: "paragraphs", size: size}, seed: 1}
+		for _, prompt := range []string{"", "p", "paragraphs"} {
+			pieces, _ := s.answerText(&simRequest{provider: "openai", model: "m", prompt: prompt})
+			text := strings.Join(pieces, "")
+			if len(text) > size || text == "" || strings.HasSuffix(text, "\n") {
+				t.Fatalf("size %d, prompt %q: %d bytes %q", size, prompt, len(text), text[max(0, len(text)-20):])
+			}
+		}
+	}
+}
