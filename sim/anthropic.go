@@ -190,6 +190,7 @@ func (anthropicDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 		}
 		return
 	}
+	o.ending()
 	o.event("content_block_stop", obj{"type", "content_block_stop", "index", idx})
 	o.event("message_delta", obj{"type", "message_delta",
 		"delta", obj{"stop_reason", anthropicStop(a.finish), "stop_sequence", nil},

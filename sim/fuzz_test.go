@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,4 +77,71 @@ func FuzzParseAnswer(f *testing.F) {
 			t.Fatalf("%q: %d bytes beyond max_tokens 50", spec, n)
 		}
 	})
+}
+
+// obj's encoder writes exactly what encoding/json writes, pair by pair (the
+// way it was written before it had its own): the same escaping of any
+// string, numbers, nesting.
+func FuzzObjJSON(f *testing.F) {
+	f.Add("type", "text_delta", int64(3), true)
+	f.Add("k<&>", "a\"b\\c\n\u2028\xff é", int64(-1), false)
+	f.Fuzz(func(t *testing.T, k, v string, n int64, flag bool) {
+		o := obj{k, v, "n", n, "i", int(n), "b", flag, "nil", nil, "f", float64(n) / 3,
+			"nested", obj{k, obj{"x", []any{v, n, nil, obj{}}}}, "list", []any{}, "m", map[string]any{k: v}}
+		got, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := refObjJSON(t, o); !bytes.Equal(got, want) {
+			t.Fatalf("obj encodes\n%s\nwant\n%s", got, want)
+		}
+		if direct := mustJSON(o); !bytes.Equal(direct, got) {
+			t.Fatalf("mustJSON writes\n%s\nMarshal writes\n%s", direct, got)
+		}
+	})
+}
+
+// refObjJSON is obj's encoding through encoding/json, one Marshal per key
+// and value.
+func refObjJSON(t *testing.T, o obj) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(o); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(o[i].(string))
+		b.Write(k)
+		b.WriteByte(':')
+		var v []byte
+		var err error
+		switch x := o[i+1].(type) {
+		case obj:
+			v = refObjJSON(t, x)
+		case []any:
+			var lb bytes.Buffer
+			lb.WriteByte('[')
+			for j, e := range x {
+				if j > 0 {
+					lb.WriteByte(',')
+				}
+				if eo, ok := e.(obj); ok {
+					lb.Write(refObjJSON(t, eo))
+				} else {
+					eb, _ := json.Marshal(e)
+					lb.Write(eb)
+				}
+			}
+			lb.WriteByte(']')
+			v = lb.Bytes()
+		default:
+			v, err = json.Marshal(x)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }

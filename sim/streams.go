@@ -73,6 +73,12 @@ func (o *sseOut) raw(s string) {
 	}
 }
 
+// ending says the frames written from now on end the stream and follow
+// each other without a wait: they are written, not flushed, and go out with
+// the body's end when the handler returns (one write, not one per frame
+// and another for the end of the chunked body).
+func (o *sseOut) ending() { o.hold = true }
+
 func (o *sseOut) flush() {
 	if o.err == nil {
 		o.err = o.rc.Flush()

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -91,33 +90,91 @@ func errorReply(e errorInfo) reply { return providerOf(e.provider).d.errorReply(
 // own bodies, whose key order a map would lose.
 type obj []any
 
-// MarshalJSON writes the pairs in order.
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+// MarshalJSON writes the pairs in order, as encoding/json would write
+// them (the same escaping), without a Marshal and a compaction per key,
+// value and nested object: the simulator writes one for every Anthropic
+// token and for every usage chunk.
+func (o obj) MarshalJSON() ([]byte, error) { return o.appendJSON(nil) }
+
+func (o obj) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i := 0; i+1 < len(o); i += 2 {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		k, _ := o[i].(string)
-		kb, err := json.Marshal(k)
-		if err != nil {
+		var err error
+		if b, err = appendJSONValue(b, k); err != nil {
 			return nil, err
 		}
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := json.Marshal(o[i+1])
-		if err != nil {
+		b = append(b, ':')
+		if b, err = appendJSONValue(b, o[i+1]); err != nil {
 			return nil, err
 		}
-		b.Write(vb)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+// appendJSONValue appends v as encoding/json writes it: the common kinds
+// directly, the rest through json.Marshal.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		if plainJSONString(v) {
+			b = append(b, '"')
+			b = append(b, v...)
+			return append(b, '"'), nil
+		}
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case obj:
+		return v.appendJSON(b)
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSONValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	vb, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, vb...), nil
+}
+
+// plainJSONString reports whether s is written as itself between quotes:
+// printable ASCII that encoding/json does not escape (it escapes <, > and &
+// too).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if o, ok := v.(obj); ok {
+		b, err = o.appendJSON(nil) // as Marshal would, without its compaction
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		// Only maps, slices and strings of our own are marshalled here.
 		return []byte(`{"error":{"message":"simulator: cannot encode body"}}`)
