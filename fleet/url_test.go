@@ -36,23 +36,33 @@ func TestParseURL(t *testing.T) {
 }
 
 // FuzzParseURL: no --state value panics ParseURL or Redact, and neither
-// ever shows the URL's password.
+// ever shows the URL's password. Shown means the password's text is in the
+// output only because it is the password: the same URL with another
+// password in its place must not show it too (escaping can make it by
+// chance, "# 00000" written as "#%2000000" holding "000000").
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{"redis://127.0.0.1:6379/0", "rediss://u:p@h:1/2", "redis://:p@[::1", "redis://h/x?dial_timeout=1s", "%zz", ""} {
 		f.Add(s, "secret-pw")
 	}
+	f.Add("# 00000", "000000") // found by the fuzzer: a false alarm of the plain check
 	f.Fuzz(func(t *testing.T, host, pw string) {
-		if len(pw) < 6 || strings.ContainsAny(pw, "@/:?#%[]") || strings.Contains(host, pw) {
+		const other = "Other-Pw-9"
+		if len(pw) < 6 || strings.ContainsAny(pw, "@/:?#%[]") || strings.Contains(host, pw) || strings.Contains(other, pw) {
 			return
 		}
-		raw := "redis://user:" + pw + "@" + host
-		red := Redact(raw)
-		_, err := ParseURL(raw, func(string) string { return "" })
-		if strings.Contains(red, pw) {
+		raw, alt := "redis://user:"+pw+"@"+host, "redis://user:"+other+"@"+host
+		errText := func(raw string) string {
+			_, err := ParseURL(raw, func(string) string { return "" })
+			if err == nil {
+				return ""
+			}
+			return err.Error()
+		}
+		if red := Redact(raw); strings.Contains(red, pw) && !strings.Contains(Redact(alt), pw) {
 			t.Fatalf("Redact(%q) = %q shows the password", raw, red)
 		}
-		if err != nil && strings.Contains(err.Error(), pw) {
-			t.Fatalf("ParseURL(%q): %v shows the password", raw, err)
+		if e := errText(raw); strings.Contains(e, pw) && !strings.Contains(errText(alt), pw) {
+			t.Fatalf("ParseURL(%q): %v shows the password", raw, e)
 		}
 	})
 }
