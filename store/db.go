@@ -191,6 +191,13 @@ func openDBFile(ctx context.Context, path string, write bool, timeout time.Durat
 			return nil, nil, hookErr
 		}
 		if err != nil {
+			if f != nil {
+				// bbolt closes the file on the errors it returns, but not
+				// after a panic or fault (safeOpen): undo its lock by hand
+				// (a mapping it made keeps the open file alive, and with it
+				// the lock), as fileHold.abandon does.
+				dropFile(f)
+			}
 			return nil, nil, classifyOpenError(path, timeout, err)
 		}
 		// Same file as the path names now? A rename while we waited means
