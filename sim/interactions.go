@@ -209,6 +209,7 @@ func (interactionsDialect) stream(s *Server, ctx context.Context, o *sseOut, a *
 		}
 		return
 	}
+	o.ending()
 	ixEvent(o, n.stop, "index", 0)
 	if a.req.ixLegacy {
 		ixEvent(o, n.completed, "interaction", a.ixInteraction(id, "role", "model"))

@@ -202,6 +202,7 @@ func (responsesDialect) stream(s *Server, ctx context.Context, o *sseOut, a *ans
 		}
 		return
 	}
+	w.o.ending()
 	status, incomplete, typ := "completed", any(nil), "response.completed"
 	if a.finish == "length" {
 		status, incomplete, typ = "incomplete", obj{"reason", "max_output_tokens"}, "response.incomplete"
