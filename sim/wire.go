@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitscope/limitscope/internal/jsonenc"
 )
 
 // reply is a complete non-200 answer: status, headers and body.
@@ -122,11 +124,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		if plainJSONString(v) {
-			b = append(b, '"')
-			b = append(b, v...)
-			return append(b, '"'), nil
-		}
+		return jsonenc.AppendString(b, v), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case int64:
@@ -153,18 +151,6 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, vb...), nil
-}
-
-// plainJSONString reports whether s is written as itself between quotes:
-// printable ASCII that encoding/json does not escape (it escapes <, > and &
-// too).
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 func mustJSON(v any) []byte {

@@ -195,7 +195,8 @@ func openDBFile(ctx context.Context, path string, write bool, timeout time.Durat
 				// bbolt closes the file on the errors it returns, but not
 				// after a panic or fault (safeOpen): undo its lock by hand
 				// (a mapping it made keeps the open file alive, and with it
-				// the lock), as fileHold.abandon does.
+				// the lock), as fileHold.abandon does. On a file bbolt
+				// did close, Fd is -1 and this touches nothing.
 				dropFile(f)
 			}
 			return nil, nil, classifyOpenError(path, timeout, err)

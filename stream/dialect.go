@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/limitscope/limitscope/internal/sanitize"
 	"io"
 	"iter"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/limitscope/limitscope/internal/jsonenc"
+	"github.com/limitscope/limitscope/internal/sanitize"
 )
 
 // A dialect is one wire format, written once in its own file (openai.go,
@@ -216,26 +217,10 @@ func appendBody(b []byte, v any) ([]byte, error) {
 	return append(b, enc...), err
 }
 
-// appendBodyString appends s as json.Marshal does: as it is when nothing
-// in it needs escaping, else by json.Marshal.
+// appendBodyString appends s as json.Marshal does (see jsonenc), in the
+// shape the other appenders take.
 func appendBodyString(b []byte, s string) ([]byte, error) {
-	high := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			enc, err := json.Marshal(s)
-			return append(b, enc...), err
-		case c >= utf8.RuneSelf:
-			high = true
-		}
-	}
-	if high && (!utf8.ValidString(s) || strings.Contains(s, "\u2028") || strings.Contains(s, "\u2029")) {
-		enc, err := json.Marshal(s)
-		return append(b, enc...), err
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), nil
+	return jsonenc.AppendString(b, s), nil
 }
 
 // appendBodyMap appends m with its keys sorted, each value by enc.
