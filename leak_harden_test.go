@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 		fullDiskSendChild(db)
 		os.Exit(0)
 	}
+	if spec := os.Getenv(bareProxyEnv); spec != "" {
+		bareProxyChild(spec)
+	}
 	code := m.Run()
 	// Keep-alive connections of the HTTP client shared by every
 	// stream.Client without its own are idle, not leaked.
