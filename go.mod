@@ -116,3 +116,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.84.0 // indirect
 )
+
+replace charm.land/bubbletea/v2 => ./third_party/bubbletea

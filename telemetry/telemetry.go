@@ -112,9 +112,12 @@ type Telemetry struct {
 
 	jobs chan job
 	quit chan struct{}
-	kick chan struct{} // Flush: drain now
-	done chan struct{}
-	once sync.Once
+	kick chan struct{} // Flush, or a call handed over to a sleeping worker: drain now
+	// asleep is set while the worker waits with its ticker stopped (nothing
+	// was handed over for two ticks): the next call handed over wakes it.
+	asleep atomic.Bool
+	done   chan struct{}
+	once   sync.Once
 
 	queued, dropped       atomic.Uint64
 	spansEnded            atomic.Uint64
@@ -303,6 +306,14 @@ func (t *Telemetry) Sink(c retry.Call, next func(retry.Event)) func(retry.Event)
 			t.queued.Add(1)
 			select {
 			case t.jobs <- job{call: c, res: ev.Result}:
+				// A sleeping worker is woken by the first call after its
+				// sleep; a ticking one is left alone (no wake per call).
+				if t.asleep.Load() && t.asleep.CompareAndSwap(true, false) {
+					select {
+					case t.kick <- struct{}{}:
+					default:
+					}
+				}
 			default:
 				t.dropped.Add(1)
 			}
@@ -402,36 +413,62 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// drainEvery is how often the worker takes what was handed over: calls
-// never wake it (a buffered send wakes no one), so export costs no
-// goroutine switch per call.
+// drainEvery is how often the worker takes what was handed over while
+// calls come: calls never wake a ticking worker (a buffered send wakes no
+// one), so export costs no goroutine switch per call.
 const drainEvery = 250 * time.Millisecond
 
 // work builds the handed-over calls into spans and metrics, in batches
 // (every drainEvery, or at once for Flush), until Close, then drains what
-// is left.
+// is left. After two ticks with nothing handed over it stops its ticker
+// and sleeps until a call or a Flush wakes it: an idle process (the
+// console with nobody typing) is not woken four times a second.
 func (t *Telemetry) work() {
 	defer close(t.done)
 	tick := time.NewTicker(drainEvery)
 	defer tick.Stop()
-	drain := func() {
+	drain := func() (n int) {
 		for {
 			select {
 			case j := <-t.jobs:
+				n++
 				if j.barrier != nil {
 					close(j.barrier)
 					continue
 				}
 				t.export(j)
 			default:
-				return
+				return n
 			}
 		}
 	}
+	idle := 0
 	for {
 		select {
 		case <-tick.C:
+			if drain() > 0 {
+				idle = 0
+				continue
+			}
+			if idle++; idle < 2 {
+				continue
+			}
+			tick.Stop()
+			t.asleep.Store(true)
+			// A call handed over before asleep was set saw it unset and
+			// did not kick: look once more before sleeping.
+			if len(t.jobs) == 0 {
+				select {
+				case <-t.kick:
+				case <-t.quit:
+					drain()
+					return
+				}
+			}
+			t.asleep.Store(false)
 			drain()
+			tick.Reset(drainEvery)
+			idle = 0
 		case <-t.kick:
 			drain()
 		case <-t.quit:
