@@ -441,243 +441,268 @@ func knownBucket(name []byte) bool {
 // bbolt file at all, or a healthy file of another program, is refused and
 // left as it is.
 func Repair(ctx context.Context, path string, now time.Time, timeout time.Duration) (RepairResult, error) {
-	res := RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}, Lost: map[string]int{}}
-	ok, err := looksLikeBolt(path)
+	r := &repair{
+		path: path,
+		res:  RepairResult{Copied: map[string]int{}, Skipped: map[string]int{}, Salvaged: map[string]int{}, Lost: map[string]int{}},
+		data: map[string][]rec{}, seqs: map[string]uint64{}, skippedCards: map[string]bool{},
+	}
+	src, err := r.check(timeout)
 	if err != nil {
-		return res, fmt.Errorf("repair history: %w", err)
-	}
-	if !ok && !looksLikeHistory(path) {
-		return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign, Err: errors.New("no bbolt header and no history record")})
-	}
-	src, openErr := openDB(path, false, timeout)
-	if errors.Is(openErr, ErrLocked) {
-		return res, fmt.Errorf("repair history: %w", openErr)
+		return r.res, fmt.Errorf("repair history: %w", err)
 	}
 	if src != nil {
-		defer func() {
-			if src != nil {
-				_ = src.Close()
-			}
-		}()
-	} else {
+		defer func() { _ = src.Close() }()
+	}
+	if err := r.read(ctx, src); err != nil {
+		// A foreign file is refused as it is; a cancel is returned bare.
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return r.res, err
+		}
+		return r.res, fmt.Errorf("repair history: %w", err)
+	}
+	r.salvage()
+	tmp, err := r.write(timeout)
+	if err != nil {
+		return r.res, fmt.Errorf("repair history: %w", err)
+	}
+	if err := r.swap(tmp, now); err != nil {
+		return r.res, fmt.Errorf("repair history: %w", err)
+	}
+	return r.res, nil
+}
+
+// repair is one Repair's state, passed from phase to phase: check (is the
+// file a history, can it be opened), read (bbolt's walk of every bucket),
+// salvage (every page read directly), write (a fresh file beside the old
+// one) and swap (the old file kept, the fresh one in its place).
+type repair struct {
+	path string
+	res  RepairResult
+
+	data         map[string][]rec  // per bucket, the records to copy, by key
+	seqs         map[string]uint64 // per bucket, its sequence in the old file
+	schema       []byte            // the old file's schema version
+	markers      []kv              // the journal markers of the old file's meta
+	others       [][]byte          // buckets of a newer limitscope: copied unchecked
+	skippedCards map[string]bool   // the walk's unreadable cards' keys
+}
+
+// check refuses a file that is no history (no bbolt header and no history
+// record) or is locked, and opens it with bbolt where bbolt can: src is
+// nil, with the reason in Problems, where it cannot.
+func (r *repair) check(timeout time.Duration) (src *bolt.DB, err error) {
+	ok, err := looksLikeBolt(r.path)
+	if err != nil {
+		return nil, err
+	}
+	if !ok && !looksLikeHistory(r.path) {
+		return nil, &FileError{Path: r.path, Kind: ErrForeign, Err: errors.New("no bbolt header and no history record")}
+	}
+	src, openErr := openDB(r.path, false, timeout)
+	if errors.Is(openErr, ErrLocked) {
+		return nil, openErr
+	}
+	if src == nil {
 		var fe *FileError
 		if errors.As(openErr, &fe) && fe.Err != nil {
-			res.Problems = append(res.Problems, "open: "+fe.Err.Error())
+			r.res.Problems = append(r.res.Problems, "open: "+fe.Err.Error())
 		} else {
-			res.Problems = append(res.Problems, "open: "+openErr.Error())
+			r.res.Problems = append(r.res.Problems, "open: "+openErr.Error())
 		}
 	}
+	return src, nil
+}
 
-	var meta boltMeta
-	var treeErrs map[string]error
-	data := map[string][]rec{}
-	seqs := map[string]uint64{}
-	var schema []byte
-	var markers []kv
-	var others [][]byte               // buckets of a newer limitscope: copied unchecked
-	skippedCards := map[string]bool{} // the walk's unreadable cards' keys
+// read walks every bucket of src through bbolt, keeping the records that
+// check as valid and counting the others as skipped; a bucket whose tree
+// is bad (bbolt would loop on a cycle) or a page that faults stops that
+// bucket's walk, said in Problems, and is left to salvage. It refuses a
+// healthy file of another program.
+func (r *repair) read(ctx context.Context, src *bolt.DB) error {
 	if src != nil {
 		// bbolt trusts the tree's links: a cycle would send its cursor
 		// round for ever. Walk the branches first; a bad tree is left to
 		// the page-by-page salvage.
-		meta, _ = inspectFile(path)
-		var rootErr error
-		treeErrs, rootErr = checkBucketTrees(path, meta)
-		if err := rootErr; err != nil {
-			res.Problems = append(res.Problems, "bucket tree: "+err.Error())
-			_ = src.Close()
-			src = nil
+		meta, _ := inspectFile(r.path)
+		treeErrs, rootErr := checkBucketTrees(r.path, meta)
+		if rootErr != nil {
+			r.res.Problems = append(r.res.Problems, "bucket tree: "+rootErr.Error())
+		} else if err := r.walk(ctx, src, treeErrs); err != nil {
+			return err
 		}
 	}
-	if src != nil {
-		foreign := false
-		_ = guard(path, func() error {
-			return src.View(func(tx *bolt.Tx) error {
-				if m := tx.Bucket(bMeta); m != nil {
-					if string(m.Get(metaApp)) != string(appName) {
+	return ctx.Err()
+}
+
+// walk is read's walk of src's buckets, given the trees that checked bad.
+func (r *repair) walk(ctx context.Context, src *bolt.DB, treeErrs map[string]error) error {
+	foreign := false
+	_ = guard(r.path, func() error {
+		return src.View(func(tx *bolt.Tx) error {
+			if m := tx.Bucket(bMeta); m != nil {
+				if string(m.Get(metaApp)) != string(appName) {
+					foreign = true
+				}
+				r.schema = slices.Clone(m.Get(metaSchema))
+				r.markers = journalMarkers(m)
+			} else {
+				_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+					if !knownBucket(name) {
 						foreign = true
 					}
-					schema = slices.Clone(m.Get(metaSchema))
-					markers = journalMarkers(m)
-				} else {
-					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-						if !knownBucket(name) {
-							foreign = true
-						}
-						return nil
-					})
+					return nil
+				})
+			}
+			if !foreign {
+				_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+					if !knownBucket(name) {
+						r.others = append(r.others, slices.Clone(name))
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	})
+	if foreign {
+		return &FileError{Path: r.path, Kind: ErrForeign}
+	}
+	for _, name := range slices.Concat(repairBuckets, r.others) {
+		bname := string(name)
+		known := knownBucket(name)
+		err := guard(r.path, func() error {
+			return src.View(func(tx *bolt.Tx) error {
+				b := tx.Bucket(name)
+				if b == nil {
+					return nil
 				}
-				if !foreign {
-					_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-						if !knownBucket(name) {
-							others = append(others, slices.Clone(name))
+				r.seqs[bname] = b.Sequence()
+				if err := treeErrs[bname]; err != nil {
+					return err
+				}
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					if v == nil || (known && !validRecord(name, k, v)) {
+						r.res.Skipped[bname]++
+						if bname == string(bCards) {
+							r.skippedCards[string(k)] = true
 						}
-						return nil
-					})
+						continue
+					}
+					r.data[bname] = append(r.data[bname], rec{slices.Clone(k), slices.Clone(v)})
 				}
 				return nil
 			})
 		})
-		if foreign {
-			return res, fmt.Errorf("repair history: %w", &FileError{Path: path, Kind: ErrForeign})
+		var fe *FileError
+		if errors.As(err, &fe) && fe.Err != nil {
+			err = fe.Err
 		}
-		for _, name := range slices.Concat(repairBuckets, others) {
-			bname := string(name)
-			known := knownBucket(name)
-			err := guard(path, func() error {
-				return src.View(func(tx *bolt.Tx) error {
-					b := tx.Bucket(name)
-					if b == nil {
-						return nil
-					}
-					seqs[bname] = b.Sequence()
-					if err := treeErrs[bname]; err != nil {
-						return err
-					}
-					c := b.Cursor()
-					for k, v := c.First(); k != nil; k, v = c.Next() {
-						if ctx.Err() != nil {
-							return ctx.Err()
-						}
-						if v == nil || (known && !validRecord(name, k, v)) {
-							res.Skipped[bname]++
-							if bname == string(bCards) {
-								skippedCards[string(k)] = true
-							}
-							continue
-						}
-						data[bname] = append(data[bname], rec{slices.Clone(k), slices.Clone(v)})
-					}
-					return nil
-				})
-			})
-			var fe *FileError
-			if errors.As(err, &fe) && fe.Err != nil {
-				err = fe.Err
-			}
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: stopped at a damaged page: %v", bname, err))
-			}
-			if !known {
-				res.Problems = append(res.Problems, fmt.Sprintf("bucket %q is not one this limitscope knows (a newer one wrote it): its %d readable records were copied as they are, unchecked, and none could be salvaged from a damaged page", bname, len(data[bname])))
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	{
-		// Read every page directly too: a damaged branch can hide intact
-		// leaves from bbolt's walk without an error. Pages on the free list
-		// are left out (they hold deleted records and older copies). A copy
-		// from an intact live page wins over bbolt's (the same page, unless
-		// bbolt read another copy), which wins over any other copy: an
-		// older copy on a page no live tree reaches, or a damaged page.
-		found, damaged, err := salvageCandidates(path, nil)
 		if err != nil {
-			res.Problems = append(res.Problems, "salvage: "+err.Error())
+			r.res.Problems = append(r.res.Problems, fmt.Sprintf("%s: stopped at a damaged page: %v", bname, err))
 		}
-		if damaged > 0 {
-			res.Problems = append(res.Problems, fmt.Sprintf("%d damaged pages: their records are lost and cannot be counted", damaged))
-			res.DamagedPages = damaged
+		if !known {
+			r.res.Problems = append(r.res.Problems, fmt.Sprintf("bucket %q is not one this limitscope knows (a newer one wrote it): its %d readable records were copied as they are, unchecked, and none could be salvaged from a damaged page", bname, len(r.data[bname])))
 		}
-		for _, name := range repairBuckets {
-			bname := string(name)
-			have := map[string]int{}
-			for i, r := range data[bname] {
-				have[string(r.k)] = i
+	}
+	return nil
+}
+
+// salvage reads every page directly too: a damaged branch can hide intact
+// leaves from bbolt's walk without an error. Pages on the free list are
+// left out (they hold deleted records and older copies). A copy from an
+// intact live page wins over bbolt's (the same page, unless bbolt read
+// another copy), which wins over any other copy: an older copy on a page
+// no live tree reaches, or a damaged page. It then counts the missing
+// pages, drops strays and counts what was lost.
+func (r *repair) salvage() {
+	res := &r.res
+	found, damaged, err := salvageCandidates(r.path, nil)
+	if err != nil {
+		res.Problems = append(res.Problems, "salvage: "+err.Error())
+	}
+	if damaged > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("%d damaged pages: their records are lost and cannot be counted", damaged))
+		res.DamagedPages = damaged
+	}
+	for _, name := range repairBuckets {
+		bname := string(name)
+		have := map[string]int{}
+		for i, rc := range r.data[bname] {
+			have[string(rc.k)] = i
+		}
+		for k, c := range found[bname] {
+			i, ok := have[k]
+			switch {
+			case !ok:
+				r.data[bname] = append(r.data[bname], rec{[]byte(k), c.v})
+				res.Salvaged[bname]++
+			case c.trust > trustWalk:
+				r.data[bname][i].v = c.v
 			}
-			for k, c := range found[bname] {
-				i, ok := have[k]
-				switch {
-				case !ok:
-					data[bname] = append(data[bname], rec{[]byte(k), c.v})
-					res.Salvaged[bname]++
-				case c.trust > trustWalk:
-					data[bname][i].v = c.v
-				}
-			}
-			slices.SortFunc(data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
 		}
-		// The damaged cards salvage met and no readable copy replaced,
-		// unless the walk counted them already.
-		cards := map[string]bool{}
-		for _, r := range data[string(bCards)] {
-			cards[string(r.k)] = true
-		}
-		for k := range found[unreadableCards] {
-			if !cards[k] && !skippedCards[k] {
-				res.Skipped[string(bCards)]++
-			}
+		slices.SortFunc(r.data[bname], func(a, b rec) int { return bytes.Compare(a.k, b.k) })
+	}
+	// The damaged cards salvage met and no readable copy replaced, unless
+	// the walk counted them already.
+	cards := map[string]bool{}
+	for _, rc := range r.data[string(bCards)] {
+		cards[string(rc.k)] = true
+	}
+	for k := range found[unreadableCards] {
+		if !cards[k] && !r.skippedCards[k] {
+			res.Skipped[string(bCards)]++
 		}
 	}
 
-	res.MissingPages = missingPages(path)
+	res.MissingPages = missingPages(r.path)
 	if res.MissingPages > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("the file is truncated: %d pages missing", res.MissingPages))
 	}
-	dropStrays(data, res.Skipped)
-	res.Lost = lostRecords(data[string(bCalls)], data[string(bSessions)], data[string(bAttempts)], data[string(bText)])
+	dropStrays(r.data, res.Skipped)
+	res.Lost = lostRecords(r.data[string(bCalls)], r.data[string(bSessions)], r.data[string(bAttempts)], r.data[string(bText)])
+}
 
-	tmp := path + ".repair-tmp"
+// write puts what read and salvage kept into a fresh file beside the old
+// one (PATH.repair-tmp), with the old file's schema and journal markers and
+// the id index rebuilt from the calls, and returns its path. On an error
+// the fresh file is removed.
+func (r *repair) write(timeout time.Duration) (string, error) {
+	tmp := r.path + ".repair-tmp"
 	_ = os.Remove(tmp)
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: timeout, NoStatistics: true})
 	if err != nil {
-		return res, fmt.Errorf("repair history: %w", err)
+		return "", err
 	}
 	err = dst.Update(func(tx *bolt.Tx) error {
 		if err := prepareWrite(tx, tmp); err != nil {
 			return err
 		}
-		for _, kv := range markers { // journals merged before stay merged
+		for _, kv := range r.markers { // journals merged before stay merged
 			if err := tx.Bucket(bMeta).Put(kv.k, kv.v); err != nil {
 				return err
 			}
 		}
-		if len(schema) > 0 {
-			if v, n := binary.Uvarint(schema); n > 0 && v <= SchemaVersion {
-				if err := tx.Bucket(bMeta).Put(metaSchema, schema); err != nil {
+		if len(r.schema) > 0 {
+			if v, n := binary.Uvarint(r.schema); n > 0 && v <= SchemaVersion {
+				if err := tx.Bucket(bMeta).Put(metaSchema, r.schema); err != nil {
 					return err
 				}
 			}
 		}
-		for _, name := range slices.Concat(repairBuckets, others) {
-			b := tx.Bucket(name)
-			if b == nil {
-				// The cards and newer buckets: made when the old file had
-				// them or something of theirs was salvaged.
-				if _, had := seqs[string(name)]; !had && len(data[string(name)]) == 0 {
-					continue
-				}
-				var err error
-				if b, err = tx.CreateBucket(name); err != nil {
-					return fmt.Errorf("create bucket %s: %w", name, err)
-				}
-			}
-			b.FillPercent = 1.0
-			var maxSeq uint64
-			for _, r := range data[string(name)] {
-				if len(r.k) == 0 || len(r.k) > bolt.MaxKeySize || len(r.v) > bolt.MaxValueSize {
-					res.Skipped[string(name)]++
-					continue
-				}
-				if err := b.Put(r.k, r.v); err != nil {
-					return err
-				}
-				if string(name) == string(bCalls) || string(name) == string(bSessions) {
-					maxSeq = max(maxSeq, uint64(keySeq(r.k)))
-				}
-				res.Copied[string(name)]++
-			}
-			if err := b.SetSequence(max(seqs[string(name)], maxSeq)); err != nil {
+		for _, name := range slices.Concat(repairBuckets, r.others) {
+			if err := r.writeBucket(tx, name); err != nil {
 				return err
 			}
 		}
 		// Rebuild the id index from the calls that survived.
-		if string(schema) != string(binary.AppendUvarint(nil, 1)) {
+		if string(r.schema) != string(binary.AppendUvarint(nil, 1)) {
 			ids := tx.Bucket(bIDs)
-			for _, r := range data[string(bCalls)] {
-				if err := ids.Put(seqKey(keySeq(r.k)), r.k); err != nil {
+			for _, rc := range r.data[string(bCalls)] {
+				if err := ids.Put(seqKey(keySeq(rc.k)), rc.k); err != nil {
 					return err
 				}
 			}
@@ -689,21 +714,60 @@ func Repair(ctx context.Context, path string, now time.Time, timeout time.Durati
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return res, fmt.Errorf("repair history: %w", err)
+		return "", err
 	}
-	res.Kept = fmt.Sprintf("%s.broken-%s", path, now.UTC().Format("20060102T150405Z"))
-	// Link first: the path always names a file, never nothing.
-	if err := os.Link(path, res.Kept); err != nil {
+	return tmp, nil
+}
+
+// writeBucket copies one bucket's kept records into tx, with its sequence
+// (at least the highest call or session number kept).
+func (r *repair) writeBucket(tx *bolt.Tx, name []byte) error {
+	b := tx.Bucket(name)
+	if b == nil {
+		// The cards and newer buckets: made when the old file had them or
+		// something of theirs was salvaged.
+		if _, had := r.seqs[string(name)]; !had && len(r.data[string(name)]) == 0 {
+			return nil
+		}
+		var err error
+		if b, err = tx.CreateBucket(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	b.FillPercent = 1.0
+	var maxSeq uint64
+	for _, rc := range r.data[string(name)] {
+		if len(rc.k) == 0 || len(rc.k) > bolt.MaxKeySize || len(rc.v) > bolt.MaxValueSize {
+			r.res.Skipped[string(name)]++
+			continue
+		}
+		if err := b.Put(rc.k, rc.v); err != nil {
+			return err
+		}
+		if string(name) == string(bCalls) || string(name) == string(bSessions) {
+			maxSeq = max(maxSeq, uint64(keySeq(rc.k)))
+		}
+		r.res.Copied[string(name)]++
+	}
+	return b.SetSequence(max(r.seqs[string(name)], maxSeq))
+}
+
+// swap keeps the old file as PATH.broken-TIME (a hard link, so the path
+// always names a file, never nothing) and renames the fresh one into its
+// place. On an error the fresh file is removed and the old one stays.
+func (r *repair) swap(tmp string, now time.Time) error {
+	r.res.Kept = fmt.Sprintf("%s.broken-%s", r.path, now.UTC().Format("20060102T150405Z"))
+	if err := os.Link(r.path, r.res.Kept); err != nil {
 		_ = os.Remove(tmp)
-		return res, fmt.Errorf("repair history: keep the old file: %w", err)
+		return fmt.Errorf("keep the old file: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(res.Kept)
+	if err := os.Rename(tmp, r.path); err != nil {
+		_ = os.Remove(r.res.Kept)
 		_ = os.Remove(tmp)
-		return res, fmt.Errorf("repair history: %w", err)
+		return err
 	}
-	syncDir(filepath.Dir(path))
-	return res, nil
+	syncDir(filepath.Dir(r.path))
+	return nil
 }
 
 // validRecord reports whether a record decodes.
