@@ -585,7 +585,9 @@ func (t *Telemetry) inferenceSpan(ctx context.Context, c retry.Call, res *retry.
 	}
 	if ok {
 		attrs = append(attrs, semconv.GenAIResponseModel(res.ServedBy.Model))
-		// RESPONSEID
+		if last.ResponseID != "" {
+			attrs = append(attrs, semconv.GenAIResponseID(sanitize.Printable(last.ResponseID)))
+		}
 		if res.Usage != nil {
 			attrs = append(attrs, semconv.GenAIUsageInputTokens(res.Usage.InputTokens), semconv.GenAIUsageOutputTokens(res.Usage.OutputTokens))
 		}

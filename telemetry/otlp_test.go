@@ -352,6 +352,9 @@ func TestOTLPExportOfAFailoverCall(t *testing.T) {
 		}
 	}
 	an := attrMap(st.inferences[1].Attributes)
+	if id := str(an, "gen_ai.response.id"); id == "" || id != res.Attempts[2].ResponseID || !strings.HasPrefix(id, "msg_") {
+		t.Errorf("gen_ai.response.id %q, want the simulator's message id %q", id, res.Attempts[2].ResponseID)
+	}
 	if str(an, "gen_ai.response.model") != res.ServedBy.Model {
 		t.Errorf("response model %q, want %q", str(an, "gen_ai.response.model"), res.ServedBy.Model)
 	}
@@ -793,6 +796,25 @@ func TestMalformedHeadersNeverPrinted(t *testing.T) {
 		}
 		if !strings.Contains(out, "OTEL_EXPORTER_OTLP_HEADERS has a malformed entry") {
 			t.Errorf("headers %q: stderr %q does not name the malformed variable", v, out)
+		}
+	}
+}
+
+// TestResponseIDFromEachDialect: the stream client keeps the provider's
+// response id (gen_ai.response.id) in each dialect that sends one, as the
+// simulator sends it in the providers' formats.
+func TestResponseIDFromEachDialect(t *testing.T) {
+	_, router := startSim(t)
+	for provider, prefix := range map[string]string{"openai": "chatcmpl-", "groq": "chatcmpl-", "anthropic": "msg_",
+		"openai:responses": "resp", "gemini": ""} {
+		info, _ := stream.Provider(provider)
+		res := router.Do(context.Background(), stream.Request{Target: stream.Target{Provider: provider, Model: info.DefaultModel}, Prompt: "hi", MaxTokens: 8}, nil)
+		if res.Err != nil {
+			t.Errorf("%s: %v", provider, res.Err)
+			continue
+		}
+		if res.ResponseID == "" || !strings.HasPrefix(res.ResponseID, prefix) {
+			t.Errorf("%s: response id %q, want one starting %q", provider, res.ResponseID, prefix)
 		}
 	}
 }
