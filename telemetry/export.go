@@ -783,7 +783,7 @@ func (t *Telemetry) attrs(kvs ...attribute.KeyValue) recordOpts {
 		if kv.Value.Type() == attribute.STRING {
 			k[2*i+1] = kv.Value.AsString()
 		} else {
-			k[2*i+1] = kv.Value.Emit()
+			k[2*i+1] = kv.Value.String()
 		}
 	}
 	if o, ok := t.sets[k]; ok {

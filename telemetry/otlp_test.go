@@ -634,7 +634,7 @@ func TestSamplerSeesStartAttributes(t *testing.T) {
 		}
 		m := map[string]string{}
 		for _, kv := range attrs {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		for k, v := range want {
 			if m[k] != v {

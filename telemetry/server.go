@@ -121,8 +121,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	n, err := w.ResponseWriter.Write(b)
-	return n, err //nolint:wrapcheck // an http.ResponseWriter's error, as is
+	return w.ResponseWriter.Write(b)
 }
 
 // Flush flushes the response when the underlying writer can.
