@@ -166,6 +166,9 @@ func (g *gauges) observe(reqLeft, reqLimit, tokLeft, tokLimit metric.Int64Observ
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, ti := range g.targets {
+			if ti.other {
+				continue // not a model the metrics name (Telemetry.Bound)
+			}
 			for wi := range ti.latest {
 				v := &ti.latest[wi]
 				left, limit := tokLeft, tokLimit
@@ -273,7 +276,7 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 // ProviderName is the gen_ai.provider.name of a limitscope provider: the
 // provider table's GenAIName where it has one, else its own name.
 func ProviderName(provider string) string {
-	base, _, _ := strings.Cut(provider, "@")
+	base, _, _ := strings.Cut(provider, stream.AccountSep)
 	if p, ok := stream.Provider(base); ok && p.GenAIName != "" {
 		return p.GenAIName
 	}
@@ -440,17 +443,22 @@ func (t *Telemetry) info(tg stream.Target) *targetInfo {
 	return ti
 }
 
-// bound sets ti's metric model and gauge attribute sets under b.
+// bound sets ti's metric model and gauge attribute sets under b (under
+// the gauges' lock: their callback reads them).
 func (t *Telemetry) bound(ti *targetInfo, tg stream.Target, b *labelBounds) {
 	m := t.modelLabel(b, tg.Provider, tg.Model)
-	ti.boundsAt, ti.other, ti.metricModel = b, m == OtherModel, semconv.GenAIRequestModel(m)
+	var obs [len(windowNames)]metric.ObserveOption
 	for i, w := range windowNames {
-		kvs := append([]attribute.KeyValue{ti.genProv, ti.metricModel, ti.provider}, ti.server...)
+		kvs := append([]attribute.KeyValue{ti.genProv, semconv.GenAIRequestModel(m), ti.provider}, ti.server...)
 		if i > 0 {
 			kvs = append(kvs, KeyWindow.String(w))
 		}
-		ti.windowObs[i] = metric.WithAttributeSet(attribute.NewSet(kvs...))
+		obs[i] = metric.WithAttributeSet(attribute.NewSet(kvs...))
 	}
+	t.gauges.mu.Lock()
+	defer t.gauges.mu.Unlock()
+	ti.boundsAt, ti.other, ti.metricModel = b, m == OtherModel, semconv.GenAIRequestModel(m)
+	ti.windowObs = obs
 }
 
 // chainKey identifies a chain of up to four targets.

@@ -818,3 +818,15 @@ func TestResponseIDFromEachDialect(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderNameFromTheTable: gen_ai.provider.name is the provider
+// table's GenAIName column, for API variants and named accounts too.
+func TestProviderNameFromTheTable(t *testing.T) {
+	for in, want := range map[string]string{"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini",
+		"gemini:interactions": "gcp.gemini", "openai:responses": "openai", "mistral": "mistral_ai", "xai": "x_ai",
+		"bedrock": "aws.bedrock", "groq": "groq", "deepseek": "deepseek", "openai@team": "openai", "acme": "acme"} {
+		if got := telemetry.ProviderName(in); got != want {
+			t.Errorf("ProviderName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -128,6 +128,7 @@ func TestProxyMetricsScrape(t *testing.T) {
 	if resp, _ := do(t, srv, "GET", "/metrics", "wrong-token", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/metrics with a wrong token: %d, want 401", resp.StatusCode)
 	}
+	cs.Telemetry.SetProxyQueued(3) // the concurrency gate's hook
 	fams, b := scrape(t, cs, srv)
 	for name, typ := range map[string]dto.MetricType{
 		"gen_ai_client_operation_duration_seconds":              dto.MetricType_HISTOGRAM,
@@ -189,6 +190,9 @@ func TestProxyMetricsScrape(t *testing.T) {
 	}
 	if n := fams["limitscope_proxy_calls_in_flight"].Metric; len(n) != 1 || n[0].GetGauge().GetValue() != 0 {
 		t.Errorf("calls in flight after the call: %v, want 0", n)
+	}
+	if n := fams["limitscope_proxy_calls_queued"].Metric; len(n) != 1 || n[0].GetGauge().GetValue() != 3 {
+		t.Errorf("calls queued: %v, want the 3 set", n)
 	}
 	if bytes.Contains(b, []byte(proxyToken)) {
 		t.Error("the proxy token is in /metrics")
