@@ -304,3 +304,35 @@ func TestSendWiringExports(t *testing.T) {
 		t.Errorf("inference: provider %q, server %q; want anthropic on the simulator", str(a, "gen_ai.provider.name"), str(a, "server.address"))
 	}
 }
+
+// TestProxyMetricsLatestNames: with the GenAI opt-in the page carries
+// semantic-conventions-genai's names under Prometheus naming rules (the
+// README's table), and promlint still passes.
+func TestProxyMetricsLatestNames(t *testing.T) {
+	cs, srv := openProxy(t, map[string]string{"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"})
+	if resp, b := do(t, srv, "POST", "/v1/chat/completions", proxyToken, `{"model":"openai/gpt-5.4-mini","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("the call: %d %s", resp.StatusCode, b)
+	}
+	fams, b := scrape(t, cs, srv)
+	for name, typ := range map[string]dto.MetricType{
+		"gen_ai_client_inference_duration_seconds":              dto.MetricType_HISTOGRAM,
+		"gen_ai_client_inference_time_to_first_chunk_seconds":   dto.MetricType_HISTOGRAM,
+		"gen_ai_client_inference_time_per_output_chunk_seconds": dto.MetricType_HISTOGRAM,
+		"gen_ai_client_inference_usage_input_tokens_total":      dto.MetricType_COUNTER,
+		"gen_ai_client_inference_usage_output_tokens_total":     dto.MetricType_COUNTER,
+		"gen_ai_client_inference_operation_input_tokens":        dto.MetricType_HISTOGRAM,
+		"gen_ai_client_inference_operation_output_tokens":       dto.MetricType_HISTOGRAM,
+	} {
+		if fams[name] == nil || fams[name].GetType() != typ {
+			t.Errorf("%s: %v, want a %v", name, fams[name].GetType(), typ)
+		}
+	}
+	for _, old := range []string{"gen_ai_client_operation_duration_seconds", "gen_ai_client_token_usage", "gen_ai_client_operation_time_to_first_chunk_seconds"} {
+		if fams[old] != nil {
+			t.Errorf("%s still on the page with the opt-in", old)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", b)
+	}
+}

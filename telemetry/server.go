@@ -179,7 +179,7 @@ func (t *Telemetry) endServer(e *serverEnd) {
 // labelBounds are the model label values the metrics keep: the routes and
 // targets the proxy serves. Any other model is counted under OtherModel.
 type labelBounds struct {
-	models map[string]bool // by provider "\x00" model, and by bare model name
+	models map[string]bool // by provider "\x00" model
 }
 
 // OtherModel is the model label value of a model the proxy does not
