@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -334,5 +335,56 @@ func TestProxyMetricsLatestNames(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", b)
+	}
+}
+
+// TestProxyMetricsInFlight: while a streamed call is being served (its
+// first text reached the caller, then the upstream stalls), the proxy's
+// in-flight gauge reads 1; when the caller leaves, 0.
+func TestProxyMetricsInFlight(t *testing.T) {
+	cs, srv := openProxy(t, nil)
+	if err := cs.Providers.Sim.Server.Inject(sim.Fault{Provider: "openai", Kind: sim.FaultHang, Code: "stall"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-5.4-mini","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+proxyToken)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n') // the first event: the call is under way
+	if err != nil || !strings.HasPrefix(line, "data:") {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	gauge := func() float64 {
+		t.Helper()
+		rec := httptest.NewRecorder() // the page the proxy serves, read after its server is gone too
+		cs.Telemetry.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := fams["limitscope_proxy_calls_in_flight"].GetMetric()
+		if len(m) != 1 {
+			t.Fatalf("in flight: %v", m)
+		}
+		return m[0].GetGauge().GetValue()
+	}
+	if n := gauge(); n != 1 {
+		t.Errorf("in flight during the call: %v, want 1", n)
+	}
+	cancel()
+	resp.Body.Close()
+	srv.Close() // returns once the handler has
+	if n := gauge(); n != 0 {
+		t.Errorf("in flight after the caller left: %v, want 0", n)
 	}
 }
