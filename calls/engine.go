@@ -43,7 +43,8 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 	hist := OpenHistory(env, f.History, provs.Simulated, command)
 	// Telemetry never fails a command: a problem is one warning.
 	tel, err := telemetry.New(ctx, telemetry.Options{Getenv: env.Getenv, Version: env.Version, Command: command,
-		Prometheus: command == "proxy" || command == "tui", Stderr: env.stderr()})
+		Prometheus: command == "proxy" || command == "tui", Stderr: env.stderr(),
+		BaseURL: func(tg stream.Target) string { return provs.Endpoints[tg.Provider].BaseURL }})
 	if err != nil {
 		fmt.Fprintf(env.stderr(), "limitscope: telemetry off: %s\n", sanitize.Printable(err.Error()))
 	}

@@ -99,7 +99,14 @@ func (h *History) Commit(ctx context.Context, callID string) error {
 // Sink wraps next so that call c's events are recorded too (and exported,
 // when telemetry is on: typed, console and proxied calls all pass here).
 func (h *History) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
-	next = h.tel.Sink(c, next)
+	return h.SinkContext(context.Background(), c, next)
+}
+
+// SinkContext is Sink for a call made while serving a request whose
+// context is ctx (the proxy's): its telemetry continues the request's
+// trace.
+func (h *History) SinkContext(ctx context.Context, c retry.Call, next func(retry.Event)) func(retry.Event) {
+	next = h.tel.SinkContext(ctx, c, next)
 	if h.rec == nil {
 		return next
 	}

@@ -142,10 +142,17 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 		Now:           c.env.Now,
 		Logf:          logf,
 		Metrics:       c.Telemetry.MetricsHandler(),
+		Trace:         c.Telemetry.Server,
+		RecordContext: c.History.SinkContext,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	// The metrics name only the models the proxy routes to; it counts
+	// its calls in flight (and, from its concurrency gate, those queued:
+	// Telemetry.SetProxyQueued).
+	c.Telemetry.Bound(h.Targets())
+	c.Telemetry.ObserveProxyInFlight(h.InFlight)
 	return h, nil
 }
 

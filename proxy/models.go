@@ -63,6 +63,23 @@ func (h *Handler) routable() []modelEntry {
 	return out
 }
 
+// Targets lists every provider/model the proxy routes to: its aliases'
+// chains, the config's models and each provider's default model, whether
+// its provider has a key or not (the bounded label values of the metrics).
+func (h *Handler) Targets() []stream.Target {
+	var out []stream.Target
+	for _, n := range h.aliasNames() {
+		out = append(out, h.cfg.Aliases[n].Chain...)
+	}
+	out = append(out, h.cfg.Models...)
+	for _, p := range stream.Providers() {
+		if p.DefaultModel != "" {
+			out = append(out, stream.Target{Provider: p.Name, Model: p.DefaultModel})
+		}
+	}
+	return out
+}
+
 // models answers GET /v1/models and /v1/models/{id}, in Anthropic's format
 // when the caller sends anthropic-version, else in OpenAI's.
 func (h *Handler) models(w http.ResponseWriter, r *http.Request) {

@@ -96,6 +96,13 @@ type Options struct {
 	// Metrics, when set, serves GET /metrics (Prometheus), behind the token
 	// like every other endpoint.
 	Metrics http.Handler
+	// Trace, when set, wraps every request at the handler's entry (before
+	// the checks): the caller's trace context and the request's SERVER span
+	// (telemetry.Telemetry.Server).
+	Trace func(http.Handler) http.Handler
+	// RecordContext, when set, is Record with the request's context (where
+	// Trace put its trace context); it is used instead of Record.
+	RecordContext func(ctx context.Context, c retry.Call, next func(retry.Event)) func(retry.Event)
 }
 
 // Handler is the proxy, an http.Handler.
@@ -103,6 +110,7 @@ type Handler struct {
 	o      Options
 	cfg    *Config
 	cools  retry.Cooldowns
+	entry  http.Handler // serve, or Trace's wrapper of it
 	mux    *http.ServeMux
 	lim    limits
 	replay *replays
@@ -171,6 +179,10 @@ func New(o Options) (*Handler, error) {
 				" (served: POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models)"}, callerDialect(r), "")
 	})
 	h.mux = mux
+	h.entry = http.HandlerFunc(h.serve)
+	if o.Trace != nil {
+		h.entry = o.Trace(h.entry)
+	}
 	return h, nil
 }
 
@@ -185,7 +197,12 @@ func callerDialect(r *http.Request) stream.Dialect {
 // ServeHTTP checks the Host and Origin (DNS rebinding, browsers) and the
 // token, then serves the endpoint. A refusal closes the connection without
 // reading the body.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.entry.ServeHTTP(w, r) }
+
+// InFlight is the number of completion calls being served.
+func (h *Handler) InFlight() int64 { return h.lim.calls.Load() }
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	d := callerDialect(r)
 	if r.Header.Get("Origin") != "" {
 		refuseAndClose(w, r, &apiError{status: http.StatusForbidden, class: stream.ClassCaller, code: "origin_refused",
@@ -594,7 +611,10 @@ func (h *Handler) run(ctx context.Context, eng *retry.Engine, call retry.Call, c
 			own(ev)
 		}
 	}
-	if h.o.Record != nil {
+	switch {
+	case h.o.RecordContext != nil:
+		sink = h.o.RecordContext(ctx, call, sink)
+	case h.o.Record != nil:
 		sink = h.o.Record(call, sink)
 	}
 	res := eng.Run(ctx, call, sink)

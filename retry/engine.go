@@ -644,6 +644,7 @@ func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attempt
 	a.Status = sr.Status
 	a.Class = sr.Class()
 	a.RequestID = sr.RequestID
+	a.ResponseID = sr.ResponseID
 	a.TTFT = sr.TTFT
 	a.TTFText, a.Thinking, a.ReasoningTokens = sr.TTFText, sr.Thinking, sr.ReasoningTokens
 	a.Limits = sr.Limits

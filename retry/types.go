@@ -113,6 +113,7 @@ type Attempt struct {
 	Waited      time.Duration      // waited after this attempt, before the next: what was actually waited (in its attempt_end event, the wait about to be taken)
 	WaitPlanned time.Duration      // the wait announced after this attempt (Wait.Duration); Waited is less when it was cut short
 	RequestID   string
+	ResponseID  string // the provider's id of its response (gen_ai.response.id), "" when none
 	MidStream   bool
 	PartialText string // text received before an error (never glued onto a retry's answer)
 	TTFT        time.Duration

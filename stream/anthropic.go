@@ -123,6 +123,9 @@ func (d *anthropicDecoder) handleMap(typ, data string) step {
 		if d.model == "" {
 			d.model = jsonString(msg["model"])
 		}
+		if d.respID == "" {
+			d.respID = jsonString(msg["id"])
+		}
 		if u := obj(string(msg["usage"])); u != nil {
 			in, _ := jsonInt(u["input_tokens"])
 			out, _ := jsonInt(u["output_tokens"])

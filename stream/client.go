@@ -928,6 +928,7 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 	a.res.Usage = st.usage
 	a.res.ReasoningTokens = st.reasoning
 	a.res.Model = st.model
+	a.res.ResponseID = st.respID
 	if a.res.RequestID == "" {
 		a.res.RequestID = st.requestID
 	}

@@ -298,6 +298,7 @@ type decoded struct {
 	model     string
 	requestID string // from the body, when the headers had none
 	reasoning int    // reasoning tokens, where reported
+	respID    string // the response's id, where the provider gives one (the first)
 }
 
 func (d *decoded) state() *decoded { return d }
@@ -327,6 +328,7 @@ func fastChunk(trimmed string, c any) bool {
 type chunkHead struct {
 	err     json.RawMessage
 	model   string
+	id      string // the response's id ("": not given)
 	in, out *float64
 }
 
@@ -340,6 +342,9 @@ func (d *decoded) open(h chunkHead, errData string) (s step, stop bool) {
 	}
 	if d.model == "" {
 		d.model = h.model
+	}
+	if d.respID == "" {
+		d.respID = h.id
 	}
 	d.noteUsage(h.in, h.out)
 	return step{recognize: true}, false

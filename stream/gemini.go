@@ -117,7 +117,7 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 	if m == nil {
 		return step{}
 	}
-	h := chunkHead{err: m["error"], model: jsonString(m["modelVersion"])}
+	h := chunkHead{err: m["error"], model: jsonString(m["modelVersion"]), id: jsonString(m["responseId"])}
 	if u := obj(string(m["usageMetadata"])); u != nil {
 		h.in, h.out = rawNumber(u["promptTokenCount"]), rawNumber(u["candidatesTokenCount"])
 		if r, ok := jsonInt(u["thoughtsTokenCount"]); ok { // issue 17: reasoning tokens
@@ -169,6 +169,7 @@ func (d *geminiDecoder) handle(typ, data string) step {
 // only until the decoder has one (geminiFastBody alone skips it).
 type geminiFast struct {
 	ModelVersion *string `json:"modelVersion"`
+	ResponseID   *string `json:"responseId"`
 	geminiFastBody
 }
 
@@ -254,7 +255,7 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 	if !fastChunk(trimmed, into) {
 		return step{}, false
 	}
-	h := chunkHead{err: c.Error, model: fastString(c.ModelVersion)}
+	h := chunkHead{err: c.Error, model: fastString(c.ModelVersion), id: fastString(c.ResponseID)}
 	if u := c.UsageMetadata; u != nil {
 		h.in, h.out = u.PromptTokenCount, u.CandidatesTokenCount
 		if r, ok := fastInt(u.ThoughtsTokenCount); ok { // issue 17: reasoning tokens

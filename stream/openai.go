@@ -121,7 +121,7 @@ func (d *openaiDecoder) handleMap(typ, data string) step {
 	if m == nil {
 		return step{}
 	}
-	h := chunkHead{err: m["error"], model: jsonString(m["model"])}
+	h := chunkHead{err: m["error"], model: jsonString(m["model"]), id: jsonString(m["id"])}
 	u := obj(string(m["usage"]))
 	xg := obj(string(m["x_groq"]))
 	if u == nil && xg != nil {
@@ -220,9 +220,11 @@ func (d *openaiDecoder) handle(typ, data string) step {
 type openaiChunk struct {
 	src       string // the chunk: every string below is a substring of it
 	wantModel bool   // read the model (the stream has not named it yet)
+	wantID    bool   // read the id (the stream has not given one yet)
 
 	model   *string
 	modelV  string
+	id      string // the chunk's id, read with the model ("": none)
 	err     string // the raw error member ("": none)
 	usage   bool   // a usage object was given
 	in, out *float64
@@ -254,7 +256,7 @@ var errFastType = errors.New("stream: a chunk field of an unexpected type")
 // UnmarshalJSONFrom implements json.UnmarshalerFrom (the whole chunk, from
 // a decoder over c.src).
 func (c *openaiChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*c = openaiChunk{src: c.src, wantModel: c.wantModel, choices: c.choices[:0]}
+	*c = openaiChunk{src: c.src, wantModel: c.wantModel, wantID: c.wantID, choices: c.choices[:0]}
 	return c.object(dec, func(name []byte) error {
 		switch string(name) {
 		case "model":
@@ -265,6 +267,13 @@ func (c *openaiChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			if ok {
 				c.modelV, c.model = s, &c.modelV
 			}
+			return err
+		case "id":
+			if !c.wantID {
+				return dec.SkipValue()
+			}
+			s, _, err := c.stringOrNull(dec)
+			c.id = s
 			return err
 		case "error":
 			v, err := c.raw(dec)
@@ -481,13 +490,13 @@ func (c *openaiChunk) readDelta(dec *jsontext.Decoder, ch *openaiChoice) error {
 // ok is false when the map path must decide.
 func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 	c := &d.chunk
-	c.src, c.wantModel = trimmed, d.model == ""
+	c.src, c.wantModel, c.wantID = trimmed, d.model == "", d.respID == ""
 	ok := c.scan(trimmed) || fastChunk(trimmed, c)
 	c.src = "" // the event's data is not kept past its step
 	if !ok {
 		return step{}, false
 	}
-	h := chunkHead{err: bytesOf(c.err), model: strings.Clone(fastString(c.model))}
+	h := chunkHead{err: bytesOf(c.err), model: strings.Clone(fastString(c.model)), id: strings.Clone(c.id)}
 	if c.usage {
 		h.in, h.out = c.in, c.out
 		if r, ok := fastInt(c.reason); ok {
@@ -546,7 +555,7 @@ func (d *openaiDecoder) fast(trimmed string) (step, bool) {
 // names among those it skips change nothing in the map path's reading
 // either.
 func (c *openaiChunk) scan(src string) bool {
-	*c = openaiChunk{src: src, wantModel: c.wantModel, choices: c.choices[:0]}
+	*c = openaiChunk{src: src, wantModel: c.wantModel, wantID: c.wantID, choices: c.choices[:0]}
 	p := jscan{s: src}
 	var seen uint8
 	ok := p.object(0, func(name string) bool {
@@ -562,6 +571,15 @@ func (c *openaiChunk) scan(src string) bool {
 				c.modelV, c.model = s, &c.modelV
 			}
 			return ok && p.once(&seen, bit)
+		case "id":
+			if !c.wantID {
+				return p.skip(1)
+			}
+			s, ok, isStr := p.stringOrNull()
+			if isStr {
+				c.id = s
+			}
+			return ok
 		case "error":
 			bit = 2
 			c.err = p.raw(1)

@@ -66,6 +66,10 @@ type ProviderInfo struct {
 	// (AWS_REGION: Endpoint.Region). Bedrock.
 	SigV4Service string
 
+	// GenAIName is the provider's gen_ai.provider.name in the OpenTelemetry
+	// GenAI semantic conventions, where it is not Name ("gcp.gemini").
+	GenAIName string
+
 	// Account names the row whose account this row uses ("" = its own):
 	// an API variant ("openai:responses") shares the provider's key, base
 	// URL, limits and account-wide cooldowns.
@@ -89,28 +93,28 @@ var providers = []ProviderInfo{
 	{Name: "anthropic", Dialect: DialectAnthropic, KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
 		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}},
 	{Name: "gemini", Dialect: DialectGemini, KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
-		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}},
+		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}, GenAIName: "gcp.gemini"},
 	{Name: "groq", Dialect: DialectOpenAI, KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
 		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true},
 	{Name: "deepseek", Dialect: DialectOpenAI, KeyEnv: []string{"DEEPSEEK_API_KEY"}, BaseURLEnv: "DEEPSEEK_BASE_URL", DefaultBaseURL: "https://api.deepseek.com",
 		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}},
 	{Name: "mistral", Dialect: DialectOpenAI, KeyEnv: []string{"MISTRAL_API_KEY"}, BaseURLEnv: "MISTRAL_BASE_URL", DefaultBaseURL: "https://api.mistral.ai/v1",
 		DefaultModel: "mistral-small-latest", ModelPrefixes: []string{"mistral-", "ministral-", "codestral-", "magistral-", "open-mistral-"},
-		NoStreamOptions: true},
+		NoStreamOptions: true, GenAIName: "mistral_ai"},
 	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
-		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}},
+		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}, GenAIName: "x_ai"},
 	// Bedrock: a Bedrock API key, else SigV4 with the AWS SDK's credential
 	// chain (see bedrock.go); the Region is the model's leading segment,
 	// else AWS_REGION. The base URL variable is the AWS SDKs' own.
 	{Name: "bedrock", Dialect: DialectBedrock, KeyEnv: []string{"AWS_BEARER_TOKEN_BEDROCK"}, BaseURLEnv: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
 		DefaultBaseURL: "https://bedrock-runtime.{region}.amazonaws.com", DefaultModel: "anthropic.claude-haiku-5-5-v1:0",
-		SigV4Service: "bedrock"},
+		SigV4Service: "bedrock", GenAIName: "aws.bedrock"},
 	// API variants: last, so that the console's default chain (the first
 	// three available rows) and bare model names keep their providers.
 	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
-		DefaultModel: "gpt-5.4-mini"},
+		DefaultModel: "gpt-5.4-mini", GenAIName: "openai"},
 	{Name: "gemini" + VariantSep + "interactions", Dialect: DialectInteractions, Account: "gemini", KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
-		DefaultModel: "gemini-3.8-flash"},
+		DefaultModel: "gemini-3.8-flash", GenAIName: "gcp.gemini"},
 }
 
 func lookupProvider(name string) (ProviderInfo, bool) {

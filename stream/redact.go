@@ -86,6 +86,7 @@ func (r redactor) scrub(res Result) Result {
 	res.Text = RedactURL(res.Text)
 	res.RequestID = r.field(res.RequestID, 200)
 	res.Model = r.field(res.Model, 200)
+	res.ResponseID = r.field(res.ResponseID, 200)
 	res.FinishReason = r.field(res.FinishReason, 200)
 	if e := res.Err; e != nil {
 		e.Code = r.field(e.Code, 200)

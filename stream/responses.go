@@ -90,6 +90,7 @@ type responsesEvent struct {
 
 // responsesObject is the response object of the lifecycle events.
 type responsesObject struct {
+	ID                *string         `json:"id"`
 	Model             *string         `json:"model"`
 	Status            *string         `json:"status"`
 	Error             json.RawMessage `json:"error"`
@@ -173,6 +174,9 @@ func (d *responsesDecoder) handle(typ, data string) step {
 func (d *responsesDecoder) readResponse(r *responsesObject) {
 	if m := fastString(r.Model); m != "" && d.model == "" {
 		d.model = m
+	}
+	if id := fastString(r.ID); id != "" && d.respID == "" {
+		d.respID = strings.Clone(id)
 	}
 	if u := r.Usage; u != nil {
 		d.noteUsage(u.InputTokens, u.OutputTokens)

@@ -252,6 +252,7 @@ type Result struct {
 	FinishReason  string        // as the provider reported it
 	Usage         *Usage        // nil when not reported
 	Model         string        // the model as the serving provider reported it
+	ResponseID    string        // the provider's id of its response (chatcmpl-..., msg_...), "" when none
 	TTFT          time.Duration // time to first content (reasoning too); 0 when none arrived
 	// TTFText is the time to the first visible text of the answer (after
 	// any thinking); 0 when no text arrived.

@@ -211,7 +211,7 @@ func BenchmarkExportOneCall(b *testing.B) {
 	for b.Loop() {
 		s(ev)
 		n++
-		if n%1024 == 0 { // 2,048 spans: within the SDK's span queue (8,192), which drops past it
+		if n%1024 == 0 { // 3,072 spans (a call, its inference, its request): within the SDK's span queue (8,192), which drops past it
 			flush()
 		}
 	}

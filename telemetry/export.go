@@ -3,8 +3,12 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/limitscope/limitscope/internal/sanitize"
@@ -20,22 +24,49 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// The metric names (OpenTelemetry GenAI semantic conventions where they
-// apply). Under Prometheus naming rules they read
-// gen_ai_client_operation_duration_seconds, gen_ai_client_token_usage,
+// The metric names. By default the GenAI ones are semantic-conventions
+// v1.41.0's; with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
+// they are semantic-conventions-genai v0.1.0's (the Latest* names) and the
+// v1.41.0 ones are not emitted. Under Prometheus naming rules they read
+// gen_ai_client_operation_duration_seconds,
+// gen_ai_client_operation_time_to_first_chunk_seconds,
+// gen_ai_client_operation_time_per_output_chunk_seconds,
+// gen_ai_client_token_usage, http_client_request_duration_seconds,
 // limitscope_call_duration_seconds, limitscope_call_attempts,
-// limitscope_wait_duration_seconds, limitscope_ratelimit_remaining,
-// limitscope_ratelimit_limit and limitscope_telemetry_dropped_total.
+// limitscope_wait_duration_seconds, limitscope_ratelimit_requests_remaining,
+// limitscope_ratelimit_requests_limit, limitscope_ratelimit_tokens_remaining,
+// limitscope_ratelimit_tokens_limit, limitscope_proxy_calls_in_flight,
+// limitscope_proxy_calls_queued and limitscope_telemetry_dropped_total.
 const (
-	MetricOperationDuration = "gen_ai.client.operation.duration"
-	MetricTokenUsage        = "gen_ai.client.token.usage"
-	MetricCallDuration      = "limitscope.call.duration"
-	MetricCallAttempts      = "limitscope.call.attempts"
-	MetricWaitDuration      = "limitscope.wait.duration"
-	MetricRateLimitLeft     = "limitscope.ratelimit.remaining"
-	MetricRateLimit         = "limitscope.ratelimit.limit"
-	MetricDropped           = "limitscope.telemetry.dropped"
+	MetricOperationDuration  = "gen_ai.client.operation.duration"              // one point per inference (a target of a call, its retries included)
+	MetricTimeToFirstChunk   = "gen_ai.client.operation.time_to_first_chunk"   // per streamed inference that received a chunk
+	MetricTimePerOutputChunk = "gen_ai.client.operation.time_per_output_chunk" // per chunk after the first
+	MetricTokenUsage         = "gen_ai.client.token.usage"                     // per answered inference and token type
+	MetricHTTPDuration       = "http.client.request.duration"                  // one point per HTTP request (attempt)
+	MetricCallDuration       = "limitscope.call.duration"
+	MetricCallAttempts       = "limitscope.call.attempts"
+	MetricWaitDuration       = "limitscope.wait.duration"
+	MetricRequestsRemaining  = "limitscope.ratelimit.requests.remaining"
+	MetricRequestsLimit      = "limitscope.ratelimit.requests.limit"
+	MetricTokensRemaining    = "limitscope.ratelimit.tokens.remaining"
+	MetricTokensLimit        = "limitscope.ratelimit.tokens.limit"
+	MetricProxyInFlight      = "limitscope.proxy.calls.in_flight"
+	MetricProxyQueued        = "limitscope.proxy.calls.queued"
+	MetricDropped            = "limitscope.telemetry.dropped"
+
+	LatestInferenceDuration   = "gen_ai.client.inference.duration"
+	LatestTimeToFirstChunk    = "gen_ai.client.inference.time_to_first_chunk"
+	LatestTimePerOutputChunk  = "gen_ai.client.inference.time_per_output_chunk"
+	LatestUsageInputTokens    = "gen_ai.client.inference.usage.input_tokens"
+	LatestUsageOutputTokens   = "gen_ai.client.inference.usage.output_tokens"
+	LatestUsageReasoning      = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	LatestOperationInputToks  = "gen_ai.client.inference.operation.input_tokens"
+	LatestOperationOutputToks = "gen_ai.client.inference.operation.output_tokens"
 )
+
+// SpanCall is the name of a call's span (internal; its children are the
+// call's inference spans).
+const SpanCall = "limitscope.call"
 
 // The limitscope.* attribute keys.
 const (
@@ -80,8 +111,12 @@ const (
 )
 
 type instruments struct {
-	opDuration, callDuration, waits metric.Float64Histogram
-	tokens, attempts                metric.Int64Histogram
+	opDuration, ttfc, tpoc, httpDuration, callDuration, waits metric.Float64Histogram
+	tokens, attempts                                          metric.Int64Histogram
+	// semantic-conventions-genai's token metrics (latest only; tokens is
+	// nil then).
+	opIn, opOut                  metric.Int64Histogram
+	usageIn, usageOut, reasoning metric.Int64Counter
 }
 
 // windowValue is a window's latest figures from a response's headers.
@@ -124,16 +159,24 @@ func (g *gauges) store(ti *targetInfo, l *stream.Limits) {
 	}
 }
 
-// observe reports every window's latest figures to the two gauges.
-func (g *gauges) observe(remaining, limit metric.Int64Observable) metric.Callback {
+// observe reports every window's latest figures: the requests window to
+// the requests gauges, the token windows to the tokens gauges.
+func (g *gauges) observe(reqLeft, reqLimit, tokLeft, tokLimit metric.Int64Observable) metric.Callback {
 	return func(_ context.Context, o metric.Observer) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, ti := range g.targets {
+			if ti.other {
+				continue // not a model the metrics name (Telemetry.Bound)
+			}
 			for wi := range ti.latest {
 				v := &ti.latest[wi]
+				left, limit := tokLeft, tokLimit
+				if wi == 0 {
+					left, limit = reqLeft, reqLimit
+				}
 				if v.hasRemaining {
-					o.ObserveInt64(remaining, v.remaining, ti.windowObs[wi])
+					o.ObserveInt64(left, v.remaining, ti.windowObs[wi])
 				}
 				if v.hasLimit {
 					o.ObserveInt64(limit, v.limit, ti.windowObs[wi])
@@ -144,140 +187,278 @@ func (g *gauges) observe(remaining, limit metric.Int64Observable) metric.Callbac
 	}
 }
 
-// The GenAI conventions' advised buckets.
+// The GenAI conventions' advised buckets (the HTTP conventions' for
+// http.client.request.duration).
 var (
 	durationBounds = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 	tokenBounds    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	ttfcBounds     = []float64{0.01, 0.02, 0.04, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
+	tpocBounds     = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}
+	httpBounds     = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 	attemptBounds  = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
 )
 
 func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 	var in instruments
-	var errs [9]error
-	in.opDuration, errs[0] = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of each request to a provider (one attempt)."), metric.WithExplicitBucketBoundaries(durationBounds...))
-	in.tokens, errs[1] = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens used by each answered call, by gen_ai.token.type."), metric.WithExplicitBucketBoundaries(tokenBounds...))
-	in.callDuration, errs[2] = m.Float64Histogram(MetricCallDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of each call, its retries, waits and failovers included."), metric.WithExplicitBucketBoundaries(durationBounds...))
-	in.attempts, errs[3] = m.Int64Histogram(MetricCallAttempts, metric.WithUnit("{attempt}"),
-		metric.WithDescription("HTTP requests each call made."), metric.WithExplicitBucketBoundaries(attemptBounds...))
-	in.waits, errs[4] = m.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
-		metric.WithDescription("Each wait taken, by its source (retry-after, backoff, reset, pacing, ...)."), metric.WithExplicitBucketBoundaries(durationBounds...))
-	remaining, err := m.Int64ObservableGauge(MetricRateLimitLeft, metric.WithUnit("{unit}"),
-		metric.WithDescription("Rate limit left in each window, from the latest response's headers."))
-	errs[5] = err
-	limit, err := m.Int64ObservableGauge(MetricRateLimit, metric.WithUnit("{unit}"),
-		metric.WithDescription("Rate limit of each window, from the latest response's headers."))
-	errs[6] = err
-	if errs[5] == nil && errs[6] == nil {
-		_, errs[8] = m.RegisterCallback(t.gauges.observe(remaining, limit), remaining, limit)
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	f64 := func(name, unit, desc string, bounds []float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
+		add(err)
+		return h
 	}
-	_, errs[7] = m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{call}"),
+	i64 := func(name, unit, desc string, bounds []float64) metric.Int64Histogram {
+		h, err := m.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
+		add(err)
+		return h
+	}
+	ctr := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit("{token}"), metric.WithDescription(desc))
+		add(err)
+		return c
+	}
+	opName, ttfcName, tpocName := MetricOperationDuration, MetricTimeToFirstChunk, MetricTimePerOutputChunk
+	if t.latest {
+		opName, ttfcName, tpocName = LatestInferenceDuration, LatestTimeToFirstChunk, LatestTimePerOutputChunk
+	}
+	in.opDuration = f64(opName, "s", "GenAI operation duration: one inference on one target, its retries included.", durationBounds)
+	in.ttfc = f64(ttfcName, "s", "Time to receive the first chunk of a streamed inference, from when its request was sent.", ttfcBounds)
+	in.tpoc = f64(tpocName, "s", "Time per output chunk, for each chunk received after the first one.", tpocBounds)
+	in.httpDuration = f64(MetricHTTPDuration, "s", "Duration of each HTTP request to a provider (one attempt).", httpBounds)
+	if t.latest {
+		in.opIn = i64(LatestOperationInputToks, "{token}", "Input tokens of each answered inference.", tokenBounds)
+		in.opOut = i64(LatestOperationOutputToks, "{token}", "Output tokens of each answered inference.", tokenBounds)
+		in.usageIn = ctr(LatestUsageInputTokens, "Input tokens used.")
+		in.usageOut = ctr(LatestUsageOutputTokens, "Output tokens used.")
+		in.reasoning = ctr(LatestUsageReasoning, "Output tokens spent reasoning, where the provider reports them.")
+	} else {
+		in.tokens = i64(MetricTokenUsage, "{token}", "Tokens used by each answered inference, by gen_ai.token.type.", tokenBounds)
+	}
+	in.callDuration = f64(MetricCallDuration, "s", "Duration of each call, its retries, waits and failovers included.", durationBounds)
+	in.attempts = i64(MetricCallAttempts, "{attempt}", "HTTP requests each call made.", attemptBounds)
+	in.waits = f64(MetricWaitDuration, "s", "Each wait taken, by its source (retry-after, backoff, reset, pacing, ...).", durationBounds)
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		add(err)
+		return g
+	}
+	reqLeft := gauge(MetricRequestsRemaining, "{request}", "Requests left in the rate-limit window, from the latest response's headers.")
+	reqLimit := gauge(MetricRequestsLimit, "{request}", "Requests allowed in the rate-limit window, from the latest response's headers.")
+	tokLeft := gauge(MetricTokensRemaining, "{token}", "Tokens left in each token rate-limit window, from the latest response's headers.")
+	tokLimit := gauge(MetricTokensLimit, "{token}", "Tokens allowed in each token rate-limit window, from the latest response's headers.")
+	inFlight := gauge(MetricProxyInFlight, "{call}", "Calls the proxy is serving.")
+	queued := gauge(MetricProxyQueued, "{call}", "Calls waiting for one of the proxy's slots.")
+	if len(slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })) == 0 {
+		_, err := m.RegisterCallback(t.gauges.observe(reqLeft, reqLimit, tokLeft, tokLimit), reqLeft, reqLimit, tokLeft, tokLimit)
+		add(err)
+		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if f := t.proxyInFlight.Load(); f != nil {
+				o.ObserveInt64(inFlight, (*f)())
+			}
+			o.ObserveInt64(queued, t.proxyQueued.Load())
+			return nil
+		}, inFlight, queued)
+		add(err)
+	}
+	_, err := m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{call}"),
 		metric.WithDescription("Calls whose telemetry was dropped because the export queue was full."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(t.dropped.Load()))
 			return nil
 		}))
-	for _, err := range errs {
-		if err != nil {
-			return in, fmt.Errorf("telemetry: instruments: %w", err)
-		}
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return in, fmt.Errorf("telemetry: instruments: %w", err)
 	}
 	return in, nil
 }
 
 // ProviderName is the gen_ai.provider.name of a limitscope provider: the
-// conventions' well-known value where there is one, else its own name.
+// provider table's GenAIName where it has one, else its own name.
 func ProviderName(provider string) string {
-	base, _, _ := strings.Cut(provider, stream.VariantSep)
-	base, _, _ = strings.Cut(base, "@")
-	switch base {
-	case "gemini":
-		return "gcp.gemini"
-	case "mistral":
-		return "mistral_ai"
-	case "xai":
-		return "x_ai"
-	case "bedrock":
-		return "aws.bedrock"
-	case "azure":
-		return "azure.ai.openai"
-	case "vertex":
-		return "gcp.vertex_ai"
+	base, _, _ := strings.Cut(provider, stream.AccountSep)
+	if p, ok := stream.Provider(base); ok && p.GenAIName != "" {
+		return p.GenAIName
 	}
+	base, _, _ = strings.Cut(base, stream.VariantSep)
 	return base
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
+// minWait is the shortest wait exported: a pacing "wait" is also the time
+// a call took to get its concurrency slot, nanoseconds when no call held
+// it, and such a wait is none.
+const minWait = time.Millisecond
+
 // export builds one ended call into its trace and metrics.
 func (t *Telemetry) export(j job) {
 	ctx := context.Background()
-	res := j.res
-	primary := stream.Target{}
-	if len(j.call.Chain) > 0 {
-		primary = j.call.Chain[0]
-	}
+	legs := legsOf(j.res.Attempts)
 	if t.tracer != nil {
-		t.trace(ctx, j.call, res, primary)
+		if j.srv != nil {
+			ctx = t.serverContext(j.srv)
+		}
+		t.trace(ctx, j, legs)
 	}
 	if t.mp != nil {
-		t.record(ctx, res)
+		t.record(ctx, j, legs)
 	}
+}
+
+// leg is the attempts a call made on one target in a row, one GenAI
+// inference (its retries included): [first, last] in Result.Attempts.
+type leg struct{ first, last int }
+
+// legsOf splits a call's attempts into its inferences: a failover starts
+// the next.
+func legsOf(atts []retry.Attempt) []leg {
+	var out []leg
+	for i := range atts {
+		if n := len(out); n > 0 && atts[i].Target == atts[out[n-1].last].Target {
+			out[n-1].last = i
+			continue
+		}
+		out = append(out, leg{first: i, last: i})
+	}
+	return out
+}
+
+// served reports whether the leg l of res is the inference that answered
+// the call (the last one of a call answered).
+func served(res *retry.Result, legs []leg, i int) bool {
+	return i == len(legs)-1 && res.Outcome == retry.OutcomeOK && res.ServedBy != nil
+}
+
+// legError is the error.type of an inference that did not answer ("": it
+// did): its last attempt's class, else the call's outcome.
+func legError(res *retry.Result, last *retry.Attempt, ok bool) string {
+	switch {
+	case ok:
+		return ""
+	case last.Class != stream.ClassOK:
+		return string(last.Class)
+	case res.Err != nil && res.Err.Class != stream.ClassOK:
+		return string(res.Err.Class)
+	}
+	return string(res.Outcome)
 }
 
 // targetInfo is what export repeats for every span and measurement of one
 // target, built once: its strings, its attributes and its metric attribute
 // sets. Only the worker uses it.
 type targetInfo struct {
-	spanName  string             // "chat <model>"
-	str       string             // provider[@account]/model
-	genProv   attribute.KeyValue // gen_ai.provider.name
-	reqModel  attribute.KeyValue // gen_ai.request.model
-	respModel attribute.KeyValue // gen_ai.response.model
-	provider  attribute.KeyValue // limitscope.provider
-	target    attribute.KeyValue // limitscope.target
-	servedBy  attribute.KeyValue // limitscope.served_by
-	opOK      recordOpts
-	opServed  recordOpts // an ok attempt of the target that served the call
+	spanName string             // "chat <model>"
+	str      string             // provider[@account]/model
+	genProv  attribute.KeyValue // gen_ai.provider.name
+	reqModel attribute.KeyValue // gen_ai.request.model
+	provider attribute.KeyValue // limitscope.provider
+	target   attribute.KeyValue // limitscope.target
+	servedBy attribute.KeyValue // limitscope.served_by
+	server   []attribute.KeyValue
+	// sampled are an inference span's start attributes (what a sampler
+	// sees): the operation, provider, request model and server.
+	sampled []attribute.KeyValue
+	// httpStart are an HTTP request span's start attributes.
+	httpStart []attribute.KeyValue
+	// The metrics' gen_ai.request.model (the model, or OtherModel) under
+	// the bounds it was decided with; other: it is OtherModel.
+	metricModel attribute.KeyValue
+	boundsAt    *labelBounds
+	other       bool
 	// Its rate-limit windows: the gauges' attribute sets and latest figures
 	// (under gauges.mu).
 	windowObs [len(windowNames)]metric.ObserveOption
 	latest    [len(windowNames)]windowValue
 	gauged    bool
-	tokens    [2]recordOpts // input, output, as the target that served
 }
 
 // windowNames are the limitscope.ratelimit.window values, in stream.Limits'
 // order.
 var windowNames = [...]string{"requests", "tokens", "input_tokens", "output_tokens"}
 
+// serverOf is the server.address and server.port of a base URL (none when
+// it does not parse or names no host).
+func serverOf(base string) []attribute.KeyValue {
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		port = p
+	}
+	return []attribute.KeyValue{semconv.ServerAddress(u.Hostname()), semconv.ServerPort(port)}
+}
+
+// modelLabel is the metrics' value for provider's model: itself when the
+// bounds keep it (without bounds: among the first maxModels seen), else
+// OtherModel.
+func (t *Telemetry) modelLabel(b *labelBounds, provider, model string) string {
+	if b != nil {
+		if b.models[provider+"\x00"+model] {
+			return model
+		}
+		return OtherModel
+	}
+	if t.models[model] {
+		return model
+	}
+	if len(t.models) < maxModels {
+		t.models[model] = true
+		return model
+	}
+	return OtherModel
+}
+
 // info is tg's targetInfo, kept for the next call (up to maxSets targets).
 func (t *Telemetry) info(tg stream.Target) *targetInfo {
+	b := t.bounds.Load()
 	if ti := t.targets[tg]; ti != nil {
+		if ti.boundsAt != b {
+			t.bound(ti, tg, b)
+		}
 		return ti
 	}
 	ti := &targetInfo{
-		spanName:  "chat " + tg.Model,
-		str:       tg.String(),
-		genProv:   semconv.GenAIProviderNameKey.String(ProviderName(tg.Provider)),
-		reqModel:  semconv.GenAIRequestModel(tg.Model),
-		respModel: semconv.GenAIResponseModel(tg.Model),
-		provider:  KeyProvider.String(tg.Provider),
+		spanName: "chat " + tg.Model,
+		str:      tg.String(),
+		genProv:  semconv.GenAIProviderNameKey.String(ProviderName(tg.Provider)),
+		reqModel: semconv.GenAIRequestModel(tg.Model),
+		provider: KeyProvider.String(tg.Provider),
 	}
 	ti.servedBy, ti.target = KeyServedBy.String(ti.str), KeyTarget.String(ti.str)
-	ti.opOK = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel)
-	ti.opServed = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, ti.respModel)
-	for i, w := range windowNames {
-		ti.windowObs[i] = metric.WithAttributeSet(attribute.NewSet(ti.genProv, ti.reqModel, ti.provider, KeyWindow.String(w)))
+	if t.baseURL != nil {
+		ti.server = serverOf(t.baseURL(tg))
 	}
-	ti.tokens[0] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeInput)
-	ti.tokens[1] = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.respModel, semconv.GenAITokenTypeOutput)
+	ti.sampled = append([]attribute.KeyValue{semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel}, ti.server...)
+	ti.httpStart = append([]attribute.KeyValue{semconv.HTTPRequestMethodPost}, ti.server...)
+	t.bound(ti, tg, b)
 	if len(t.targets) < maxSets {
 		t.targets[tg] = ti
 	}
 	return ti
+}
+
+// bound sets ti's metric model and gauge attribute sets under b (under
+// the gauges' lock: their callback reads them).
+func (t *Telemetry) bound(ti *targetInfo, tg stream.Target, b *labelBounds) {
+	m := t.modelLabel(b, tg.Provider, tg.Model)
+	var obs [len(windowNames)]metric.ObserveOption
+	for i, w := range windowNames {
+		kvs := append([]attribute.KeyValue{ti.genProv, semconv.GenAIRequestModel(m), ti.provider}, ti.server...)
+		if i > 0 {
+			kvs = append(kvs, KeyWindow.String(w))
+		}
+		obs[i] = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	}
+	t.gauges.mu.Lock()
+	defer t.gauges.mu.Unlock()
+	ti.boundsAt, ti.other, ti.metricModel = b, m == OtherModel, semconv.GenAIRequestModel(m)
+	ti.windowObs = obs
 }
 
 // chainKey identifies a chain of up to four targets.
@@ -315,42 +496,27 @@ func (t *Telemetry) putAttrs(a []attribute.KeyValue) {
 	t.scratch = a[:0]
 }
 
-// startOpts are a span's start options, in the worker's reused slice.
-func (t *Telemetry) startOpts(at time.Time, kind trace.SpanKind) []trace.SpanStartOption {
+// startOpts are a span's start options, in the worker's reused slice:
+// start are the attributes a sampler sees.
+func (t *Telemetry) startOpts(at time.Time, kind trace.SpanKind, start ...attribute.KeyValue) []trace.SpanStartOption {
 	t.opts = append(t.opts[:0], trace.WithTimestamp(at), trace.WithSpanKind(kind))
+	if len(start) > 0 {
+		t.opts = append(t.opts, trace.WithAttributes(start...))
+	}
 	return t.opts
 }
 
-func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, primary stream.Target) {
-	pi := t.info(primary)
-	var si *targetInfo
-	if res.ServedBy != nil {
-		si = t.info(*res.ServedBy)
-	}
+// trace builds a call's spans: the call's (internal), and under it an
+// inference span per target tried, each over its HTTP request spans.
+func (t *Telemetry) trace(ctx context.Context, j job, legs []leg) {
+	c, res := j.call, j.res
 	attrs := t.spanAttrs()
-	prov := pi.genProv
-	if si != nil {
-		prov = si.genProv
-	}
-	attrs = append(attrs,
-		semconv.GenAIOperationNameChat, prov, pi.reqModel,
-		KeyCallID.String(res.CallID), KeyOutcome.String(string(res.Outcome)),
-		t.chainAttr(c.Chain),
-	)
+	attrs = append(attrs, KeyOutcome.String(string(res.Outcome)), t.chainAttr(c.Chain))
 	if c.MaxTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(c.MaxTokens))
 	}
-	if c.Route != "" {
-		attrs = append(attrs, KeyRoute.String(sanitize.Printable(c.Route)))
-	}
-	if si != nil {
-		attrs = append(attrs, si.respModel, si.servedBy)
-	}
-	if res.Usage != nil {
-		attrs = append(attrs, semconv.GenAIUsageInputTokens(res.Usage.InputTokens), semconv.GenAIUsageOutputTokens(res.Usage.OutputTokens))
-	}
-	if res.FinishReason != "" {
-		attrs = append(attrs, semconv.GenAIResponseFinishReasons(res.FinishReason))
+	if res.ServedBy != nil {
+		attrs = append(attrs, t.info(*res.ServedBy).servedBy)
 	}
 	if res.Err != nil && res.Outcome != retry.OutcomeOK {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(res.Err.Class)))
@@ -361,20 +527,17 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	if res.ActionRequired != "" {
 		attrs = append(attrs, KeyAction.String(sanitize.Printable(res.ActionRequired)))
 	}
-	if t.content {
-		attrs = append(attrs, contentAttrs(c, res)...)
+	start := []attribute.KeyValue{KeyCallID.String(res.CallID)}
+	if c.Route != "" {
+		start = append(start, KeyRoute.String(sanitize.Printable(c.Route)))
 	}
-	// The call's span is the GenAI inference span: the conventions have it
-	// cover the logical operation, its retries included, as a client span.
-	// Attributes set after Start, not as a start option: the option would
-	// copy them once more.
-	ctx, root := t.tracer.Start(ctx, pi.spanName, t.startOpts(res.Started, trace.SpanKindClient)...)
+	ctx, root := t.tracer.Start(ctx, SpanCall, t.startOpts(res.Started, trace.SpanKindInternal, start...)...)
 	root.SetAttributes(attrs...)
 	t.putAttrs(attrs)
-	ended := func(a *retry.Attempt) time.Time { return a.StartedAt.Add(a.Duration) }
-	for i := range res.Attempts {
-		t.attemptSpan(ctx, &res.Attempts[i])
+	for i, l := range legs {
+		t.inferenceSpan(ctx, c, res, res.Attempts[l.first:l.last+1], served(res, legs, i))
 	}
+	ended := func(a *retry.Attempt) time.Time { return a.StartedAt.Add(a.Duration) }
 	for _, m := range res.Moves {
 		at := res.Started
 		if m.Attempt > 0 && m.Attempt <= len(res.Attempts) {
@@ -412,22 +575,98 @@ func (t *Telemetry) trace(ctx context.Context, c retry.Call, res *retry.Result, 
 	t.spansEnded.Add(1)
 }
 
-// attemptSpan is one HTTP request of the call, a child of the call's span.
-// It names its provider and model but not gen_ai.operation.name: the call's
-// span is the one inference (the conventions' span covers the retries), and
-// an attempt that carried the operation would be counted as another one by
-// a backend that reads GenAI spans.
-func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
-	ti := t.info(a.Target)
+// inferenceSpan is the GenAI inference span of one target of a call: a
+// client span over its retries (the conventions' span covers them), with
+// the target's provider and model, and the answer's when it answered.
+func (t *Telemetry) inferenceSpan(ctx context.Context, c retry.Call, res *retry.Result, atts []retry.Attempt, ok bool) {
+	first, last := &atts[0], &atts[len(atts)-1]
+	ti := t.info(first.Target)
+	start := first.StartedAt
+	if first.Paced >= minWait {
+		start = start.Add(-first.Paced)
+	}
+	ctx, sp := t.tracer.Start(ctx, ti.spanName, t.startOpts(start, trace.SpanKindClient, ti.sampled...)...)
 	attrs := t.spanAttrs()
-	attrs = append(attrs,
-		ti.genProv, ti.reqModel, ti.target,
-		KeyAttempt.Int(a.N),
-		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)),
-	)
-	ok := a.Class == stream.ClassOK
-	if !ok {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(string(a.Class)))
+	attrs = append(attrs, semconv.GenAIRequestStream(true), ti.target)
+	if c.MaxTokens > 0 {
+		attrs = append(attrs, semconv.GenAIRequestMaxTokens(c.MaxTokens))
+	}
+	if ok {
+		attrs = append(attrs, semconv.GenAIResponseModel(res.ServedBy.Model))
+		if last.ResponseID != "" {
+			attrs = append(attrs, semconv.GenAIResponseID(sanitize.Printable(last.ResponseID)))
+		}
+		if res.Usage != nil {
+			attrs = append(attrs, semconv.GenAIUsageInputTokens(res.Usage.InputTokens), semconv.GenAIUsageOutputTokens(res.Usage.OutputTokens))
+		}
+		if last.ReasoningTokens > 0 {
+			attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(last.ReasoningTokens))
+		}
+		if res.FinishReason != "" {
+			attrs = append(attrs, semconv.GenAIResponseFinishReasons(res.FinishReason))
+		}
+	}
+	if last.TTFT > 0 {
+		attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(last.TTFT.Seconds()))
+	}
+	errType := legError(res, last, ok)
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	if t.content && (ok || last == &res.Attempts[len(res.Attempts)-1]) {
+		attrs = append(attrs, contentAttrs(c, res, ok)...)
+	}
+	sp.SetAttributes(attrs...)
+	t.putAttrs(attrs)
+	for i := range atts {
+		a := &atts[i]
+		if a.Paced >= minWait {
+			sp.AddEvent(EventPacing, trace.WithTimestamp(a.StartedAt.Add(-a.Paced)), trace.WithAttributes(
+				KeyAttempt.Int(a.N), KeyDelaySource.String(string(stream.SourceReset)), KeyWaited.Int64(ms(a.Paced))))
+		}
+		t.httpSpan(ctx, ti, a, i)
+		if a.Waited >= minWait || a.WaitPlanned >= minWait {
+			ea := []attribute.KeyValue{KeyAttempt.Int(a.N), KeyDelaySource.String(string(a.DelaySource)),
+				KeyWaited.Int64(ms(a.Waited)), KeyWaitPlanned.Int64(ms(a.WaitPlanned))}
+			if a.RetryAfter != nil {
+				ea = append(ea, KeyRetryAfter.Int64(ms(*a.RetryAfter)))
+			}
+			sp.AddEvent(EventWait, trace.WithTimestamp(a.StartedAt.Add(a.Duration)), trace.WithAttributes(ea...))
+		}
+	}
+	if errType != "" {
+		sp.SetStatus(codes.Error, errType)
+	}
+	sp.End(trace.WithTimestamp(last.StartedAt.Add(last.Duration)))
+	t.spansEnded.Add(1)
+}
+
+// httpError is an HTTP request's error.type under the HTTP conventions:
+// its status code when it is an error, else limitscope's class of the
+// failure ("" when it succeeded).
+func httpError(a *retry.Attempt) string {
+	switch {
+	case a.Status >= 400:
+		return strconv.Itoa(a.Status)
+	case a.Class != stream.ClassOK:
+		return string(a.Class)
+	}
+	return ""
+}
+
+// httpSpan is one HTTP request of the call (an attempt), a client span
+// under its inference, under the HTTP client conventions; resends is the
+// requests before it in the same inference.
+func (t *Telemetry) httpSpan(ctx context.Context, ti *targetInfo, a *retry.Attempt, resends int) {
+	attrs := t.spanAttrs()
+	attrs = append(attrs, ti.target, KeyAttempt.Int(a.N),
+		KeyClass.String(string(a.Class)), KeyDecision.String(string(a.Decision)))
+	if resends > 0 {
+		attrs = append(attrs, semconv.HTTPRequestResendCount(resends))
+	}
+	errType := httpError(a)
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 	}
 	if a.Status > 0 {
 		attrs = append(attrs, semconv.HTTPResponseStatusCode(a.Status))
@@ -435,7 +674,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
 	if a.Code != "" {
 		attrs = append(attrs, KeyCode.String(sanitize.Printable(a.Code)))
 	}
-	if a.Message != "" && !ok {
+	if a.Message != "" && a.Class != stream.ClassOK {
 		attrs = append(attrs, KeyMessage.String(sanitize.Truncate(sanitize.Printable(a.Message), 512)))
 	}
 	if a.QuotaID != "" {
@@ -456,30 +695,19 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
 	if a.RetryAfter != nil {
 		attrs = append(attrs, KeyRetryAfter.Int64(ms(*a.RetryAfter)))
 	}
-	if a.Waited > 0 || a.WaitPlanned > 0 {
+	if a.Waited >= minWait || a.WaitPlanned >= minWait {
 		attrs = append(attrs, KeyWaited.Int64(ms(a.Waited)), KeyWaitPlanned.Int64(ms(a.WaitPlanned)))
 	}
-	if a.Paced > 0 {
+	if a.Paced >= minWait {
 		attrs = append(attrs, KeyPaced.Int64(ms(a.Paced)))
 	}
 	if a.FailedOverByUser {
 		attrs = append(attrs, KeyByUser.Bool(true))
 	}
-	_, sp := t.tracer.Start(ctx, ti.spanName, t.startOpts(a.StartedAt, trace.SpanKindClient)...)
+	_, sp := t.tracer.Start(ctx, http.MethodPost, t.startOpts(a.StartedAt, trace.SpanKindClient, ti.httpStart...)...)
 	sp.SetAttributes(attrs...)
 	t.putAttrs(attrs)
-	if a.Paced > 0 {
-		sp.AddEvent(EventPacing, trace.WithTimestamp(a.StartedAt.Add(-a.Paced)), trace.WithAttributes(
-			KeyDelaySource.String(string(stream.SourceReset)), KeyWaited.Int64(ms(a.Paced))))
-	}
 	end := a.StartedAt.Add(a.Duration)
-	if a.Waited > 0 || a.WaitPlanned > 0 {
-		ea := []attribute.KeyValue{KeyDelaySource.String(string(a.DelaySource)), KeyWaited.Int64(ms(a.Waited)), KeyWaitPlanned.Int64(ms(a.WaitPlanned))}
-		if a.RetryAfter != nil {
-			ea = append(ea, KeyRetryAfter.Int64(ms(*a.RetryAfter)))
-		}
-		sp.AddEvent(EventWait, trace.WithTimestamp(end), trace.WithAttributes(ea...))
-	}
 	if a.Cooldown != nil {
 		ea := []attribute.KeyValue{KeyReason.String(sanitize.Printable(a.Cooldown.Code))}
 		if !a.Cooldown.Until.IsZero() {
@@ -487,8 +715,8 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
 		}
 		sp.AddEvent(EventCooldown, trace.WithTimestamp(end), trace.WithAttributes(ea...))
 	}
-	if !ok {
-		sp.SetStatus(codes.Error, string(a.Class))
+	if errType != "" {
+		sp.SetStatus(codes.Error, errType)
 	}
 	sp.End(trace.WithTimestamp(end))
 	t.spansEnded.Add(1)
@@ -496,7 +724,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, a *retry.Attempt) {
 
 // contentAttrs are the prompt and answer, in the GenAI conventions' message
 // shape, for an explicit opt-in only.
-func contentAttrs(c retry.Call, res *retry.Result) []attribute.KeyValue {
+func contentAttrs(c retry.Call, res *retry.Result, answered bool) []attribute.KeyValue {
 	type part struct {
 		Type    string `json:"type"`
 		Content string `json:"content"`
@@ -522,7 +750,7 @@ func contentAttrs(c retry.Call, res *retry.Result) []attribute.KeyValue {
 			out = append(out, semconv.GenAISystemInstructionsKey.String(string(b)))
 		}
 	}
-	if res.Text != "" {
+	if answered && res.Text != "" {
 		ans := []msg{{Role: "assistant", Parts: []part{{Type: "text", Content: res.Text}}}}
 		if b, err := json.Marshal(ans); err == nil {
 			out = append(out, semconv.GenAIOutputMessagesKey.String(string(b)))
@@ -539,16 +767,32 @@ const maxSets = 4096
 // own so that passing it allocates nothing.
 type recordOpts []metric.RecordOption
 
-// attrs is the record options of the attribute set kvs (all string
-// valued), built once and reused: sorting a set for every measurement is
-// most of recording's cost. Only the worker calls it.
+// add is o as a counter's options.
+func (o recordOpts) add() []metric.AddOption {
+	out := make([]metric.AddOption, 0, len(o))
+	for _, r := range o {
+		if mo, ok := r.(metric.MeasurementOption); ok {
+			out = append(out, mo)
+		}
+	}
+	return out
+}
+
+// attrs is the record options of the attribute set kvs, built once and
+// reused: sorting a set for every measurement is most of recording's
+// cost. Only the worker calls it.
 func (t *Telemetry) attrs(kvs ...attribute.KeyValue) recordOpts {
 	var k setKey // an array of the keys and values: no allocation to look up
 	if len(kvs) > len(k)/2 {
 		return recordOpts{metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))}
 	}
 	for i, kv := range kvs {
-		k[2*i], k[2*i+1] = string(kv.Key), kv.Value.AsString()
+		k[2*i] = string(kv.Key)
+		if kv.Value.Type() == attribute.STRING {
+			k[2*i+1] = kv.Value.AsString()
+		} else {
+			k[2*i+1] = kv.Value.String()
+		}
 	}
 	if o, ok := t.sets[k]; ok {
 		return o
@@ -562,38 +806,79 @@ func (t *Telemetry) attrs(kvs ...attribute.KeyValue) recordOpts {
 	return o
 }
 
-// setKey identifies a set of up to five string attributes.
-type setKey [10]string
+// setKey identifies a set of up to eight attributes.
+type setKey [16]string
 
-// record adds one ended call to the metrics.
-func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
-	in := t.inst
-	for i := range res.Attempts {
-		a := &res.Attempts[i]
-		ti := t.info(a.Target)
-		var opt recordOpts
-		switch {
-		case a.Class != stream.ClassOK:
-			opt = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, semconv.ErrorTypeKey.String(string(a.Class)))
-		case res.ServedBy != nil && *res.ServedBy == a.Target:
-			opt = ti.opServed
-		case res.ServedBy != nil && res.ServedBy.Provider == a.Target.Provider:
-			opt = t.attrs(semconv.GenAIOperationNameChat, ti.genProv, ti.reqModel, semconv.GenAIResponseModel(res.ServedBy.Model))
-		default:
-			opt = ti.opOK
+// record adds one ended call to the metrics: a point per inference (and
+// its chunks and tokens), per HTTP request, per wait, per call.
+func (t *Telemetry) record(ctx context.Context, j job, legs []leg) {
+	in, res := t.inst, j.res
+	var kvs [8]attribute.KeyValue
+	for li, l := range legs {
+		first, last := &res.Attempts[l.first], &res.Attempts[l.last]
+		ti := t.info(first.Target)
+		ok := served(res, legs, li)
+		a := append(kvs[:0], semconv.GenAIOperationNameChat, ti.genProv, ti.metricModel)
+		a = append(a, ti.server...)
+		if ok {
+			a = append(a, semconv.GenAIResponseModel(t.modelLabel(t.bounds.Load(), res.ServedBy.Provider, res.ServedBy.Model)))
 		}
-		in.opDuration.Record(ctx, a.Duration.Seconds(), opt...)
-		if a.Waited > 0 {
-			src := string(a.DelaySource)
+		if e := legError(res, last, ok); e != "" {
+			a = append(a, semconv.ErrorTypeKey.String(e))
+		}
+		opt := t.attrs(a...)
+		start := first.StartedAt
+		if first.Paced >= minWait {
+			start = start.Add(-first.Paced)
+		}
+		in.opDuration.Record(ctx, last.StartedAt.Add(last.Duration).Sub(start).Seconds(), opt...)
+		if last.TTFT > 0 {
+			in.ttfc.Record(ctx, last.TTFT.Seconds(), opt...)
+		}
+		if !ok {
+			continue
+		}
+		for _, g := range j.chunks {
+			in.tpoc.Record(ctx, g.Seconds(), opt...)
+		}
+		if res.Usage == nil {
+			continue
+		}
+		if t.latest {
+			in.opIn.Record(ctx, int64(res.Usage.InputTokens), opt...)
+			in.opOut.Record(ctx, int64(res.Usage.OutputTokens), opt...)
+			in.usageIn.Add(ctx, int64(res.Usage.InputTokens), opt.add()...)
+			in.usageOut.Add(ctx, int64(res.Usage.OutputTokens), opt.add()...)
+			if last.ReasoningTokens > 0 {
+				in.reasoning.Add(ctx, int64(last.ReasoningTokens), opt.add()...)
+			}
+			continue
+		}
+		in.tokens.Record(ctx, int64(res.Usage.InputTokens), t.attrs(append(a, semconv.GenAITokenTypeInput)...)...)
+		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), t.attrs(append(a, semconv.GenAITokenTypeOutput)...)...)
+	}
+	for i := range res.Attempts {
+		at := &res.Attempts[i]
+		ti := t.info(at.Target)
+		a := append(kvs[:0], ti.httpStart...)
+		if at.Status > 0 {
+			a = append(a, semconv.HTTPResponseStatusCode(at.Status))
+		}
+		if e := httpError(at); e != "" {
+			a = append(a, semconv.ErrorTypeKey.String(e))
+		}
+		in.httpDuration.Record(ctx, at.Duration.Seconds(), t.attrs(a...)...)
+		if at.Waited >= minWait {
+			src := string(at.DelaySource)
 			if src == "" {
 				src = "none"
 			}
-			in.waits.Record(ctx, a.Waited.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String(src))...)
+			in.waits.Record(ctx, at.Waited.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String(src))...)
 		}
-		if a.Paced > 0 {
-			in.waits.Record(ctx, a.Paced.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String("pacing"))...)
+		if at.Paced >= minWait {
+			in.waits.Record(ctx, at.Paced.Seconds(), t.attrs(ti.genProv, KeyDelaySource.String("pacing"))...)
 		}
-		if l := a.Limits; !l.Empty() {
+		if l := at.Limits; !l.Empty() && !ti.other {
 			t.gauges.store(ti, l)
 		}
 	}
@@ -601,10 +886,5 @@ func (t *Telemetry) record(ctx context.Context, res *retry.Result) {
 	in.attempts.Record(ctx, int64(len(res.Attempts)), oo...)
 	if !res.Ended.IsZero() {
 		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), oo...)
-	}
-	if res.Usage != nil && res.ServedBy != nil {
-		si := t.info(*res.ServedBy)
-		in.tokens.Record(ctx, int64(res.Usage.InputTokens), si.tokens[0]...)
-		in.tokens.Record(ctx, int64(res.Usage.OutputTokens), si.tokens[1]...)
 	}
 }

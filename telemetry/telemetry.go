@@ -1,9 +1,18 @@
 // Package telemetry exports limitscope's calls to OpenTelemetry and
-// Prometheus: a trace per call with a span per attempt (waits, pacing and
-// failovers as span events), following the OpenTelemetry GenAI semantic
-// conventions where they apply and a limitscope.* namespace for the rest,
-// and metrics (operation duration, token usage, attempts per call, waits,
-// rate-limit remaining per window).
+// Prometheus: a trace per call (an internal span for the call, a GenAI
+// inference span per target it tried, an HTTP client span per request;
+// waits, pacing and failovers as span events), following the GenAI
+// semantic conventions of semantic-conventions v1.41.0 by default (the
+// names of semantic-conventions-genai v0.1.0 with
+// OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental) and a
+// limitscope.* namespace for the rest, and metrics (inference duration,
+// time to first chunk and per chunk, token usage, HTTP request duration,
+// attempts per call, waits, rate-limit remaining per window and unit, the
+// proxy's calls in flight and queued).
+//
+// The proxy's requests are SERVER spans that continue a caller's W3C
+// traceparent and tracestate (Server); a proxied call's spans are their
+// children.
 //
 // Export is off unless the standard OTEL_EXPORTER_OTLP_ENDPOINT (or a
 // per-signal OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _METRICS_ENDPOINT) is set;
@@ -44,7 +53,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/limitscope/limitscope/retry"
@@ -66,7 +75,27 @@ const (
 	// EnvCaptureContent is the GenAI instrumentations' opt-in for prompt and
 	// answer text ("true" exports them; anything else does not).
 	EnvCaptureContent = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	// EnvSemconvOptIn is the conventions' comma-separated opt-in list; with
+	// OptInGenAILatest in it the GenAI names are semantic-conventions-genai
+	// v0.1.0's, and v1.41.0's are no longer emitted.
+	EnvSemconvOptIn = "OTEL_SEMCONV_STABILITY_OPT_IN"
+	// OptInGenAILatest is EnvSemconvOptIn's value for the latest GenAI names.
+	OptInGenAILatest = "gen_ai_latest_experimental"
 )
+
+// LatestGenAI reports whether getenv opts in to the latest GenAI names
+// (EnvSemconvOptIn lists OptInGenAILatest).
+func LatestGenAI(getenv func(string) string) bool {
+	if getenv == nil {
+		return false
+	}
+	for _, v := range strings.Split(getenv(EnvSemconvOptIn), ",") {
+		if strings.TrimSpace(v) == OptInGenAILatest {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultQueueSize bounds the calls waiting to be exported.
 const DefaultQueueSize = 4096
@@ -90,22 +119,34 @@ type Options struct {
 	Stderr io.Writer
 	// HTTPClient, when set, is the OTLP exporters' client (tests).
 	HTTPClient *http.Client
+	// BaseURL is the base URL a target's requests go to, for server.address
+	// and server.port ("" or nil: unknown, not set).
+	BaseURL func(stream.Target) string
+	// Sampler, when set, is the tracer provider's sampler (tests; the SDK
+	// otherwise reads OTEL_TRACES_SAMPLER).
+	Sampler sdktrace.Sampler
 }
 
 // Telemetry is one command's export. A nil *Telemetry exports nothing and
 // every method is safe on it.
 type Telemetry struct {
-	tp      *sdktrace.TracerProvider // nil: no traces
-	mp      *sdkmetric.MeterProvider // nil: no metrics
-	tracer  trace.Tracer
-	inst    instruments
-	content bool
-	prom    http.Handler
-	stderr  io.Writer
+	tp            *sdktrace.TracerProvider // nil: no traces
+	mp            *sdkmetric.MeterProvider // nil: no metrics
+	tracer        trace.Tracer
+	inst          instruments
+	content       bool
+	latest        bool // semantic-conventions-genai's names (EnvSemconvOptIn)
+	baseURL       func(stream.Target) string
+	bounds        atomic.Pointer[labelBounds] // the model label values kept (nil: the first maxModels)
+	proxyQueued   atomic.Int64
+	proxyInFlight atomic.Pointer[func() int64]
+	prom          http.Handler
+	stderr        io.Writer
 	// The worker's alone: what export builds once and reuses.
 	sets    map[setKey]recordOpts           // metric attribute sets
 	targets map[stream.Target]*targetInfo   // per target: strings, attributes, sets
 	chains  map[chainKey]attribute.KeyValue // limitscope.chain per chain
+	models  map[string]bool                 // the model label values seen without bounds (up to maxModels)
 	scratch []attribute.KeyValue            // a span's attributes, before the span copies them
 	opts    []trace.SpanStartOption         // a span's start options
 	gauges  gauges                          // the rate-limit gauges' latest figures
@@ -136,11 +177,15 @@ type Stats struct {
 	MetricFailed  uint64 // metric exports that failed
 }
 
-// job is one ended call, as the engine reported it.
+// job is one ended call, as the engine reported it, or one served
+// request's end.
 type job struct {
 	call    retry.Call
 	res     *retry.Result
-	barrier chan struct{} // Flush's: closed when reached
+	chunks  []time.Duration // the serving attempt's gaps between text chunks (up to maxChunks)
+	srv     *serverReq      // the proxy request the call served (nil: none)
+	end     *serverEnd      // a served request's end (then call and res are unset)
+	barrier chan struct{}   // Flush's: closed when reached
 }
 
 // Enabled reports whether OTLP export is asked for by getenv, and the
@@ -206,12 +251,15 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 	t := &Telemetry{
 		content: strings.EqualFold(strings.TrimSpace(getenv(EnvCaptureContent)), "true"),
+		latest:  LatestGenAI(getenv),
+		baseURL: o.BaseURL,
 		stderr:  o.Stderr,
 		quit:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		sets:    map[setKey]recordOpts{},
 		targets: map[stream.Target]*targetInfo{},
 		chains:  map[chainKey]attribute.KeyValue{},
+		models:  map[string]bool{},
 		scratch: make([]attribute.KeyValue, 0, 32),
 		done:    make(chan struct{}),
 	}
@@ -249,8 +297,12 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: traces exporter: %w", err)
 		}
-		t.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res),
-			sdktrace.WithBatcher(&countingSpans{SpanExporter: exp, t: t}, sdktrace.WithMaxQueueSize(8192)))
+		tpo := []sdktrace.TracerProviderOption{sdktrace.WithResource(res),
+			sdktrace.WithBatcher(&countingSpans{SpanExporter: exp, t: t}, sdktrace.WithMaxQueueSize(8192))}
+		if o.Sampler != nil {
+			tpo = append(tpo, sdktrace.WithSampler(o.Sampler))
+		}
+		t.tp = sdktrace.NewTracerProvider(tpo...)
 		t.tracer = t.tp.Tracer("github.com/limitscope/limitscope/telemetry")
 	}
 
@@ -293,27 +345,46 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	return t, nil
 }
 
+// maxChunks bounds the gaps between text chunks kept for one call.
+const maxChunks = 4096
+
 // Sink wraps next so that call c is exported when it ends. The wrapper
-// only hands the call's end over (a channel send that never blocks); the
-// spans and metrics are built elsewhere.
+// only notes when text chunks arrive and hands the call's end over (a
+// channel send that never blocks); the spans and metrics are built
+// elsewhere.
 func (t *Telemetry) Sink(c retry.Call, next func(retry.Event)) func(retry.Event) {
+	return t.SinkContext(context.Background(), c, next)
+}
+
+// SinkContext is Sink for a call made while serving a request whose
+// context is ctx: when Server put the request's trace context there, the
+// call's spans are children of the request's SERVER span.
+func (t *Telemetry) SinkContext(ctx context.Context, c retry.Call, next func(retry.Event)) func(retry.Event) {
 	if t == nil {
 		return next
 	}
 	c.Control = nil // not read here; nothing kept that steers a call
+	srv, _ := ctx.Value(serverKey{}).(*serverReq)
+	var last time.Time
+	var chunks []time.Duration
 	return func(ev retry.Event) {
-		if ev.Kind == retry.EventCallEnd && ev.Result != nil {
+		switch ev.Kind {
+		case retry.EventAttemptStart:
+			last, chunks = time.Time{}, chunks[:0]
+		case retry.EventText:
+			if !last.IsZero() && len(chunks) < maxChunks {
+				chunks = append(chunks, ev.Time.Sub(last))
+			}
+			last = ev.Time
+		case retry.EventCallEnd:
+			if ev.Result == nil {
+				break
+			}
 			t.queued.Add(1)
 			select {
-			case t.jobs <- job{call: c, res: ev.Result}:
-				// A sleeping worker is woken by the first call after its
-				// sleep; a ticking one is left alone (no wake per call).
-				if t.asleep.Load() && t.asleep.CompareAndSwap(true, false) {
-					select {
-					case t.kick <- struct{}{}:
-					default:
-					}
-				}
+			case t.jobs <- job{call: c, res: ev.Result, chunks: chunks, srv: srv}:
+				chunks = nil // the worker's now
+				t.wakeIfAsleep()
 			default:
 				t.dropped.Add(1)
 			}
@@ -413,6 +484,17 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	return nil
 }
 
+// wakeIfAsleep wakes a sleeping worker for what was just handed over; a
+// ticking one is left alone (no goroutine switch per call).
+func (t *Telemetry) wakeIfAsleep() {
+	if t.asleep.Load() && t.asleep.CompareAndSwap(true, false) {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // drainEvery is how often the worker takes what was handed over while
 // calls come: calls never wake a ticking worker (a buffered send wakes no
 // one), so export costs no goroutine switch per call.
@@ -432,11 +514,14 @@ func (t *Telemetry) work() {
 			select {
 			case j := <-t.jobs:
 				n++
-				if j.barrier != nil {
+				switch {
+				case j.barrier != nil:
 					close(j.barrier)
-					continue
+				case j.end != nil:
+					t.endServer(j.end)
+				default:
+					t.export(j)
 				}
-				t.export(j)
 			default:
 				return n
 			}
