@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/stream"
 )
 
@@ -26,11 +27,13 @@ import (
 // SigV4 check accepts. They are not secrets. A Bedrock API key (bearer
 // token) is FakeKey.
 const (
-	FakeAWSAccessKeyID     = "AKIASIMULATEDNOTREAL"
+	FakeAWSAccessKeyID     = sanitize.SimulatorAWSKeyID
 	FakeAWSSecretAccessKey = "sim-aws-secret-not-a-secret"
 	// FakeAWSSessionToken is accepted too (temporary credentials); it may
 	// also be left out.
 	FakeAWSSessionToken = "sim-aws-session-token-not-a-secret"
+	// FakeAWSRegion is the Region the banner prints (any Region signs).
+	FakeAWSRegion = "us-east-1"
 )
 
 // FakeAWSAuth returns the simulated credentials as a stream credential
@@ -381,7 +384,7 @@ func (bedrockDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answe
 		// Half of the next message, then the connection ends.
 		f := w.eventFrame("contentBlockStop", obj{"contentBlockIndex", idx})
 		w.write(f[:len(f)/2])
-		closeConn(o.w, false)
+		o.cut(false)
 		return
 	}
 	if s.broke(ctx, o, a) {

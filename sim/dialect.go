@@ -41,6 +41,9 @@ type dialect interface {
 	tooLarge(e errorInfo) reply
 	// limitHeaders sets the provider's rate-limit headers from the state.
 	limitHeaders(p *provider, v limitView, h http.Header)
+	// modelNotFound is the provider's documented answer to a model outside
+	// its catalogue (catalogue_wire.go), the simulator's hint appended.
+	modelNotFound(p *provider, model, requestID string) reply
 }
 
 // provider is one simulated provider: its place under the root, its
@@ -140,6 +143,7 @@ type simRequest struct {
 	inputTokens  int
 	prompt       string // all the text sent, for the answer and the request's fingerprint
 	ixLegacy     bool   // Interactions: Api-Revision 2026-05-07, the legacy event names
+	requestID    string // the id an answer given before the decision carries
 }
 
 const maxRequestBody = 32 << 20
@@ -148,14 +152,20 @@ const maxRequestBody = 32 << 20
 // parse (the dialect's), then the shared decision, then the dialect's
 // answer or error.
 func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provider, sub string) {
-	req := &simRequest{provider: p.name}
 	pd := p.dialectAt(sub)
 	fallbackID := s.newID(p)
+	req := &simRequest{provider: p.name, requestID: fallbackID}
 	send := func(rp reply) {
 		if p.idHeader != "" {
 			rp.header.Set(p.idHeader, fallbackID)
 		}
 		writeReply(w, rp)
+	}
+	if c, ok := pd.(catalogueAPI); ok {
+		if rp, handled := c.catalogue(s, p, r, sub, req); handled {
+			send(rp)
+			return
+		}
 	}
 	if bad, ok := pd.route(p, r, sub, req); !ok {
 		send(bad)
@@ -176,6 +186,11 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 	}
 	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
 		send(bad)
+		return
+	}
+	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {
+		// Before any limit is spent or any stream starts, as the providers do.
+		send(pd.modelNotFound(p, req.model, fallbackID))
 		return
 	}
 
@@ -255,6 +270,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		return
 	}
 	o := newSSE(w)
+	o.h2 = r.ProtoMajor == 2
 	pd.stream(s, ctx, o, a)
 }
 
