@@ -69,6 +69,9 @@ type provider struct {
 	// limit is "Request too large" (OpenAI, Groq).
 	tokensAtAdmission bool
 	compat            *compat // OpenAI-compatible providers' data; nil for the others
+	// limitHeaders: the answers carry rate-limit headers and a 429 a
+	// Retry-After header (the answers' text says so only then).
+	limitHeaders bool
 	// apis are the provider's other APIs, by their path below the prefix
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
@@ -100,14 +103,14 @@ func init() {
 
 func providerTable() []*provider {
 	return []*provider{
-		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID,
+		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, limitHeaders: true,
 			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
 			apis: map[string]dialect{"/responses": responsesDialect{}}},
-		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID},
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
 			dayCountsFailures: true, dayAtMidnight: true,
 			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}}},
-		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID,
+		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID, limitHeaders: true,
 			tokensAtAdmission: true, compat: groqCompat},
 		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
 		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
