@@ -227,11 +227,26 @@ func shortReply(r *rand.Rand, req *simRequest) string {
 	}
 	b.WriteString("This request fit within its simulated limits and was answered.")
 	// A few different notes, none twice.
-	pool := notesFor(req.provider)
-	for _, i := range r.Perm(len(pool))[:2+r.IntN(3)] {
-		b.WriteString(" " + pool[i])
+	perm := r.Perm(len(notes))
+	n := 2 + r.IntN(3)
+	headers := sendsLimitHeaders(req.provider)
+	for _, i := range perm {
+		if n == 0 {
+			break
+		}
+		if !headers && slices.Contains(headerNotes, notes[i]) {
+			continue
+		}
+		b.WriteString(" " + notes[i])
+		n--
 	}
 	return b.String()
+}
+
+// sendsLimitHeaders: the provider's answers carry rate-limit headers.
+func sendsLimitHeaders(provider string) bool {
+	p := providerOf(provider)
+	return p != nil && p.limitHeaders
 }
 
 // headerNotes are the notes that speak of headers only some providers send
@@ -244,7 +259,7 @@ var headerNotes = []string{
 // notesFor is the notes true of the provider's answers: without the header
 // notes where it sends no rate-limit headers (Gemini, Bedrock, ...).
 func notesFor(provider string) []string {
-	if p := providerOf(provider); p != nil && p.limitHeaders {
+	if sendsLimitHeaders(provider) {
 		return notes
 	}
 	out := make([]string, 0, len(notes))
