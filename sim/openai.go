@@ -38,17 +38,17 @@ type compat struct {
 	usageOnFinish bool // usage rides on the finish chunk (Mistral), not its own chunk
 	// reasoning is the delta field a thinking phase streams in
 	// ("reasoning_content", "reasoning"; "": none, the phase is silence).
-	reasoning     string
-	forbidden     []string
-	rateLimit     func(e errorInfo) reply
-	slowDown      func(e errorInfo) reply // nil: the rate limit's answer
-	overload      errSpec
-	overload503   *errSpec // Code "503" (Groq: a plain 503 beside the 498)
-	server        errSpec  // status comes from the code (500, 502, 504)
-	spendCap      func(e errorInfo) reply
-	dailyQuota    func(e errorInfo) reply // nil: the spend cap's answer
-	auth          func(given bool, requestID string) reply
-	notFound      func(method, path string) errSpec
+	reasoning   string
+	forbidden   []string
+	rateLimit   func(e errorInfo) reply
+	slowDown    func(e errorInfo) reply // nil: the rate limit's answer
+	overload    errSpec
+	overload503 *errSpec // Code "503" (Groq: a plain 503 beside the 498)
+	server      errSpec  // status comes from the code (500, 502, 504)
+	spendCap    func(e errorInfo) reply
+	dailyQuota  func(e errorInfo) reply // nil: the spend cap's answer
+	auth        func(given bool, requestID string) reply
+	notFound    func(method, path string) errSpec
 	// modelNotFound is the answer to a model the provider does not serve.
 	modelNotFound func(model string) errSpec
 	tooLarge      func(e errorInfo) reply // nil: a plain 413
@@ -591,7 +591,9 @@ func initCompat() {
 		},
 		notFound: invalidURL,
 		// [unsourced] DeepSeek's answer to an unknown model.
-		modelNotFound: func(string) errSpec { return errSpec{400, "Model Not Exist", "invalid_request_error", "invalid_request_error"} },
+		modelNotFound: func(string) errSpec {
+			return errSpec{400, "Model Not Exist", "invalid_request_error", "invalid_request_error"}
+		},
 		contextLength: openAIContextLength(&deepseekCompat),
 	}
 	mistralCompat = &compat{
@@ -608,7 +610,7 @@ func initCompat() {
 		auth: func(_ bool, requestID string) reply {
 			return jsonReply(401, mustJSON(obj{"message", "Unauthorized", "request_id", requestID}))
 		},
-		notFound:      func(string, string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
+		notFound: func(string, string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
 		// [unsourced] Mistral's answer to an unknown model.
 		modelNotFound: func(m string) errSpec { return errSpec{400, "Invalid model: " + m, "invalid_model", "1500"} },
 		contextLength: openAIContextLength(&mistralCompat),
