@@ -3,8 +3,8 @@ package sim
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
