@@ -674,3 +674,45 @@ func TestSigV4SignatureMatchesTheSDKs(t *testing.T) {
 		t.Error("another body, the same signature")
 	}
 }
+
+// TestUnknownModelEveryDialect: every provider and API answers an unknown
+// model with its documented not-found (status, code), before the limits
+// count it, naming the fix.
+func TestUnknownModelEveryDialect(t *testing.T) {
+	s, err := New(Options{TokensPerSecond: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := `{"model":"no-such-model","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		path, body, auth string
+		status           int
+		code             string
+	}{
+		{"/openai/v1/chat/completions", chat, "Bearer", 404, `"code":"model_not_found"`},
+		{"/openai/v1/responses", `{"model":"no-such-model","input":"hi"}`, "Bearer", 404, `"code":"model_not_found"`},
+		{"/groq/openai/v1/chat/completions", chat, "Bearer", 404, `"code":"model_not_found"`},
+		{"/deepseek/chat/completions", chat, "Bearer", 400, `"Model Not Exist`},
+		{"/mistral/v1/chat/completions", chat, "Bearer", 400, `"type":"invalid_model"`},
+		{"/xai/v1/chat/completions", chat, "Bearer", 404, `"code":"Some requested entity was not found"`},
+		{"/gemini/v1beta/models/no-such-model:streamGenerateContent?alt=sse", `{"contents":[{"parts":[{"text":"hi"}]}]}`, "goog", 404, `"status":"NOT_FOUND"`},
+		{"/gemini/v1beta/interactions", `{"model":"no-such-model","input":"hi","stream":true}`, "goog", 404, `"code":"model_not_found"`},
+	} {
+		req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
+		if tc.auth == "goog" {
+			req.Header.Set("x-goog-api-key", FakeKey)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+FakeKey)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.code) || !hintOK(rec.Body.String(), "no-such-model") {
+			t.Errorf("%s: %d %s, want %d %s with the hint", tc.path, rec.Code, rec.Body, tc.status, tc.code)
+		}
+	}
+	for _, p := range s.Status().Providers {
+		if p.Requests != 0 {
+			t.Errorf("%s counted %d requests", p.Provider, p.Requests)
+		}
+	}
+}
