@@ -206,7 +206,7 @@ func Catalogue() []ProviderModels {
 // unknownModelHint is the simulator's addition to a not-found message: how
 // to make the model known.
 func unknownModelHint(provider, model string) string {
-	return fmt.Sprintf(" (limitscope sim: %q is not in the simulated %s catalogue; `limitscope sim --list` lists it. Add the line `models = %s` under [%s] in a scenario file, or start the simulator with %s to accept any model.)",
+	return fmt.Sprintf(" (limitscope sim: %q is not in the simulated %s catalogue, which `limitscope sim --list` lists. Add the line `models = %s` under [%s] in a scenario file, or start the simulator with %s to accept any model.)",
 		model, provider, model, provider, AnyModelSwitch)
 }
 
