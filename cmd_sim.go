@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/limitscope/limitscope/sim"
@@ -33,9 +34,10 @@ func runSim(ctx context.Context, a *app, args []string) int {
 	list := fs.Bool("list", false, "describe each scenario and fault kind, then exit")
 	asJSON := fs.Bool("json", false, "print one JSON document on stdout instead of text")
 	seed := fs.Int64("seed", 0, "seed for ids, answers and fault draws; a fixed seed reproduces a run (0: random, printed)")
+	anyModel := fs.Bool("any-model", false, "accept any model name (otherwise a model outside the provider's catalogue, listed by --list, gets the provider's not-found answer)")
 	answer := fs.String("answer", "", "answer `shape`: words, paragraph, paragraphs or code, optionally :SIZE (e.g. paragraph:1MB, code:4KB, words:500t)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "Usage: limitscope sim [--listen ADDR] [--scenario NAME] [--scenario-file F] [--seed N] [--answer SHAPE[:SIZE]] [--list] [--json]")
+		fmt.Fprintln(a.stderr, "Usage: limitscope sim [--listen ADDR] [--scenario NAME] [--scenario-file F] [--seed N] [--answer SHAPE[:SIZE]] [--any-model] [--list] [--json]")
 		fmt.Fprintln(a.stderr, "\nRuns every simulated provider on one loopback listener, under /{provider}/ with the real API's paths.")
 		fs.PrintDefaults()
 	}
@@ -52,8 +54,18 @@ func runSim(ctx context.Context, a *app, args []string) int {
 	}
 
 	if *list {
+		models := sim.Catalogue()
+		if *file != "" {
+			// The scenario file's models lines add to the catalogue.
+			s, err := sim.New(sim.Options{ScenarioFile: *file, Scenario: *scenario})
+			if err != nil {
+				fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
+				return exitUsage
+			}
+			models = s.Models()
+		}
 		if *asJSON {
-			return simWriteJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults()})
+			return simWriteJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults(), "models": models})
 		}
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCENARIO\tDESCRIPTION")
@@ -65,11 +77,20 @@ func runSim(ctx context.Context, a *app, args []string) int {
 		for _, f := range sim.Faults() {
 			fmt.Fprintf(tw, "%s\t%s\n", f.Name, f.Description)
 		}
+		fmt.Fprintln(tw, "\t")
+		fmt.Fprintln(tw, "PROVIDER\tMODELS (others get the provider's not-found answer: add them with a scenario file's models line, or run with --any-model)")
+		for _, pm := range models {
+			ids := make([]string, 0, len(pm.Models))
+			for _, m := range pm.Models {
+				ids = append(ids, m.ID)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", pm.Provider, strings.Join(ids, " "))
+		}
 		_ = tw.Flush()
 		return exitOK
 	}
 
-	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed, Answer: *answer})
+	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed, Answer: *answer, AnyModel: *anyModel})
 	if err != nil {
 		// A bad scenario, scenario file or listen address: configuration.
 		fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
@@ -114,7 +135,7 @@ func printSimBanner(w io.Writer, r *sim.Running, provs []simProviderJSON) {
 		fmt.Fprintf(tw, "%s\t%s\n", p.Provider, p.BaseURL)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\n# point tools at it (the key is fixed and not a secret):\n")
+	fmt.Fprintf(w, "\n# point tools at it (the keys are fixed and not secrets; Bedrock: the AWS SDKs sign with the simulated AWS keys):\n")
 	for _, e := range r.Env() {
 		fmt.Fprintf(w, "export %s\n", e)
 	}

@@ -195,7 +195,7 @@ func checkCard(t *testing.T, c *Card, w want) {
 // limit on the still simulator).
 func TestProbeFindsLimitWithinBudget(t *testing.T) {
 	for _, p := range []string{"xai", "mistral"} {
-		c, n := simProbe(t, "calm", stream.Target{Provider: p, Model: "m"}, 70)
+		c, n := simProbe(t, "calm", stream.Target{Provider: p, Model: map[string]string{"xai": "grok-4", "mistral": "mistral-small-latest"}[p]}, 70)
 		if n > 70 || c.Estimate == nil || c.Estimate.Requests != 60 || c.FirstStop == nil || c.FirstStop.AfterRequests != 60 {
 			t.Errorf("%s: %d requests, estimate %+v", p, n, c.Estimate)
 		}

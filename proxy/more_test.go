@@ -18,7 +18,8 @@ func TestEveryProviderBothDialects(t *testing.T) {
 	for _, p := range sim.Providers() {
 		tg := stream.Target{Provider: p, Model: models[p]}
 		if tg.Model == "" {
-			tg.Model = "some-model"
+			info, _ := stream.Provider(p)
+			tg.Model = info.DefaultModel // the simulator knows it
 		}
 		want := e.direct(tg, hello, 40)
 		r := e.do(e.openAIReq(`{"model":"` + tg.String() + `","max_tokens":40,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say hello"}]}`))

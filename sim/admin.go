@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/limitscope/limitscope/internal/sanitize"
 )
 
 // Status is the simulator's state, as GET /_sim/status returns it.
@@ -165,9 +169,46 @@ func adminError(w http.ResponseWriter, status int, err error) {
 	writeAdminJSON(w, status, map[string]string{"error": err.Error()})
 }
 
+// adminAllowed refuses an admin request that a web page could have sent:
+// a Host that is not a loopback name or address (a DNS-rebinding name), or
+// an Origin other than the simulator's own (a page on another site, or on
+// another local port, arming a fault). Tools (curl, the SDKs, limitscope)
+// send no Origin.
+func adminAllowed(r *http.Request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if r.Host != "" && !loopbackName(host) {
+		return fmt.Errorf("the admin endpoint answers only loopback Host names (localhost, 127.0.0.1, [::1]), not %q", sanitize.Printable(r.Host))
+	}
+	for _, o := range r.Header.Values("Origin") {
+		if o != "http://"+r.Host {
+			return fmt.Errorf("the admin endpoint refuses requests from another origin (%q)", sanitize.Printable(o))
+		}
+	}
+	return nil
+}
+
+// loopbackName reports whether host is this machine: "localhost" (or a
+// name under it) or a loopback address.
+func loopbackName(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
 // serveAdmin answers /_sim/: POST scenario, POST fault, GET armed, POST
 // clear, POST and GET seed, GET status, GET scenarios, GET faults.
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	if err := adminAllowed(r); err != nil {
+		adminError(w, http.StatusForbidden, err)
+		return
+	}
 	route := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/_sim"), "/")
 	body := func(v any) bool {
 		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))

@@ -193,7 +193,7 @@ func TestStartAndClose(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res := (&stream.Client{}).Do(context.Background(), r.Endpoint("openai"), stream.Request{Target: stream.Target{Provider: "openai", Model: "m"}, Prompt: "hi"}, nil)
+		res := (&stream.Client{}).Do(context.Background(), r.Endpoint("openai"), stream.Request{Target: stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}, Prompt: "hi"}, nil)
 		if res.Err == nil {
 			t.Error("a hung request succeeded")
 		}

@@ -33,9 +33,9 @@ func anthropicError(status int, typ, message, requestID string) reply {
 	return r
 }
 
-func (anthropicDialect) route(_ *provider, r *http.Request, sub string, _ *simRequest) (reply, bool) {
+func (anthropicDialect) route(_ *provider, r *http.Request, sub string, req *simRequest) (reply, bool) {
 	if sub != "/v1/messages" || r.Method != http.MethodPost {
-		return jsonReply(404, anthropicBody("not_found_error", "The requested resource could not be found.", "", nil)), false
+		return jsonReply(404, anthropicBody("not_found_error", "The requested resource could not be found.", req.requestID, nil)), false
 	}
 	return reply{}, true
 }

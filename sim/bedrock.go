@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -12,6 +13,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/limitscope/limitscope/internal/sanitize"
 	"github.com/limitscope/limitscope/stream"
 )
 
@@ -26,11 +31,13 @@ import (
 // SigV4 check accepts. They are not secrets. A Bedrock API key (bearer
 // token) is FakeKey.
 const (
-	FakeAWSAccessKeyID     = "AKIASIMULATEDNOTREAL"
+	FakeAWSAccessKeyID     = sanitize.SimulatorAWSKeyID
 	FakeAWSSecretAccessKey = "sim-aws-secret-not-a-secret"
 	// FakeAWSSessionToken is accepted too (temporary credentials); it may
 	// also be left out.
 	FakeAWSSessionToken = "sim-aws-session-token-not-a-secret"
+	// FakeAWSRegion is the Region the banner prints (any Region signs).
+	FakeAWSRegion = "us-east-1"
 )
 
 // FakeAWSAuth returns the simulated credentials as a stream credential
@@ -204,6 +211,12 @@ func validSigV4(r *http.Request, sig sigV4Auth, body []byte) bool {
 	if err != nil || at.Format("20060102") != sig.date {
 		return false
 	}
+	if !slices.Contains(sig.signedHeaders, "host") {
+		// An HTTP/2 client (the AWS SDK for JavaScript) signs :authority
+		// in place of host, which the Go signer cannot reproduce.
+		want := sigV4Signature(r, sig, body, FakeAWSSecretAccessKey)
+		return subtle.ConstantTimeCompare([]byte(want), []byte(sig.signature)) == 1
+	}
 	u := *r.URL
 	u.Host, u.Scheme = r.Host, "http"
 	cp := &http.Request{Method: r.Method, URL: &u, Host: r.Host, Header: http.Header{}}
@@ -228,6 +241,74 @@ func validSigV4(r *http.Request, sig sigV4Auth, body []byte) bool {
 	want, ok := parseSigV4(cp.Header.Get("Authorization"))
 	return ok && strings.Join(want.signedHeaders, ";") == strings.Join(sig.signedHeaders, ";") &&
 		subtle.ConstantTimeCompare([]byte(want.signature), []byte(sig.signature)) == 1
+}
+
+// sigV4Signature computes a request's AWS4-HMAC-SHA256 signature over the
+// headers it names (SigV4's canonical request: the path escaped once more,
+// the query sorted, each signed header's trimmed values, the body's hash),
+// with the host, or HTTP/2's :authority, taken from r.Host.
+func sigV4Signature(r *http.Request, sig sigV4Auth, body []byte, secret string) string {
+	var c strings.Builder
+	c.WriteString(r.Method + "\n" + sigV4Escape(r.URL.EscapedPath(), false) + "\n")
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var pairs []string
+	for _, k := range keys {
+		vs := slices.Clone(q[k])
+		sort.Strings(vs)
+		for _, v := range vs {
+			pairs = append(pairs, sigV4Escape(k, true)+"="+sigV4Escape(v, true))
+		}
+	}
+	c.WriteString(strings.Join(pairs, "&") + "\n")
+	for _, name := range sig.signedHeaders {
+		var vs []string
+		switch name {
+		case "host", ":authority":
+			vs = []string{r.Host}
+		case "content-length":
+			vs = []string{strconv.FormatInt(r.ContentLength, 10)}
+		default:
+			vs = r.Header.Values(name)
+		}
+		for i, v := range vs {
+			vs[i] = strings.Join(strings.Fields(v), " ")
+		}
+		c.WriteString(name + ":" + strings.Join(vs, ",") + "\n")
+	}
+	c.WriteString("\n" + strings.Join(sig.signedHeaders, ";") + "\n" + hexSHA256(body))
+	scope := sig.date + "/" + sig.region + "/" + sig.service + "/aws4_request"
+	toSign := "AWS4-HMAC-SHA256\n" + r.Header.Get("X-Amz-Date") + "\n" + scope + "\n" + hexSHA256([]byte(c.String()))
+	key := []byte("AWS4" + secret)
+	for _, part := range []string{sig.date, sig.region, sig.service, "aws4_request"} {
+		key = hmacSHA256(key, part)
+	}
+	return hex.EncodeToString(hmacSHA256(key, toSign))
+}
+
+func hmacSHA256(key []byte, data string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(data))
+	return m.Sum(nil)
+}
+
+// sigV4Escape percent-encodes all but the unreserved characters (and "/"
+// unless sep).
+func sigV4Escape(s string, sep bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '.' || ch == '_' || ch == '~' || (ch == '/' && !sep) {
+			b.WriteByte(ch)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", ch)
+	}
+	return b.String()
 }
 
 func hexSHA256(b []byte) string {
@@ -381,7 +462,7 @@ func (bedrockDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answe
 		// Half of the next message, then the connection ends.
 		f := w.eventFrame("contentBlockStop", obj{"contentBlockIndex", idx})
 		w.write(f[:len(f)/2])
-		closeConn(o.w, false)
+		o.cut(false)
 		return
 	}
 	if s.broke(ctx, o, a) {

@@ -289,7 +289,7 @@ func TestBedrockSigV4Mistakes(t *testing.T) {
 
 	// The signature covers the body, the Region and the service.
 	sign := func(body, region, service string) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/bedrock/us-east-1/model/m/converse-stream", strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/bedrock/us-east-1/model/anthropic.claude-haiku-5-5-v1:0/converse-stream", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		creds, _ := simCreds.Retrieve(context.Background())
 		sum := sha256Hex(body)

@@ -41,6 +41,9 @@ type dialect interface {
 	tooLarge(e errorInfo) reply
 	// limitHeaders sets the provider's rate-limit headers from the state.
 	limitHeaders(p *provider, v limitView, h http.Header)
+	// modelNotFound is the provider's documented answer to a model outside
+	// its catalogue (catalogue_wire.go), the simulator's hint appended.
+	modelNotFound(p *provider, model, requestID string) reply
 }
 
 // provider is one simulated provider: its place under the root, its
@@ -66,6 +69,9 @@ type provider struct {
 	// limit is "Request too large" (OpenAI, Groq).
 	tokensAtAdmission bool
 	compat            *compat // OpenAI-compatible providers' data; nil for the others
+	// limitHeaders: the answers carry rate-limit headers and a 429 a
+	// Retry-After header (the answers' text says so only then).
+	limitHeaders bool
 	// apis are the provider's other APIs, by their path below the prefix
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
@@ -97,14 +103,14 @@ func init() {
 
 func providerTable() []*provider {
 	return []*provider{
-		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID,
+		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, limitHeaders: true,
 			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
 			apis: map[string]dialect{"/responses": responsesDialect{}}},
-		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID},
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
 			dayCountsFailures: true, dayAtMidnight: true,
 			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}}},
-		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID,
+		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID, limitHeaders: true,
 			tokensAtAdmission: true, compat: groqCompat},
 		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
 		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
@@ -140,6 +146,7 @@ type simRequest struct {
 	inputTokens  int
 	prompt       string // all the text sent, for the answer and the request's fingerprint
 	ixLegacy     bool   // Interactions: Api-Revision 2026-05-07, the legacy event names
+	requestID    string // the id an answer given before the decision carries
 }
 
 const maxRequestBody = 32 << 20
@@ -148,14 +155,20 @@ const maxRequestBody = 32 << 20
 // parse (the dialect's), then the shared decision, then the dialect's
 // answer or error.
 func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provider, sub string) {
-	req := &simRequest{provider: p.name}
 	pd := p.dialectAt(sub)
 	fallbackID := s.newID(p)
+	req := &simRequest{provider: p.name, requestID: fallbackID}
 	send := func(rp reply) {
 		if p.idHeader != "" {
 			rp.header.Set(p.idHeader, fallbackID)
 		}
 		writeReply(w, rp)
+	}
+	if c, ok := pd.(catalogueAPI); ok {
+		if rp, handled := c.catalogue(s, p, r, sub, req); handled {
+			send(rp)
+			return
+		}
 	}
 	if bad, ok := pd.route(p, r, sub, req); !ok {
 		send(bad)
@@ -176,6 +189,11 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 	}
 	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
 		send(bad)
+		return
+	}
+	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {
+		// Before any limit is spent or any stream starts, as the providers do.
+		send(pd.modelNotFound(p, req.model, fallbackID))
 		return
 	}
 
@@ -255,6 +273,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		return
 	}
 	o := newSSE(w)
+	o.h2 = r.ProtoMajor == 2
 	pd.stream(s, ctx, o, a)
 }
 

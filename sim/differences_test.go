@@ -2,6 +2,8 @@ package sim
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -87,6 +89,76 @@ func TestKnownDifferences(t *testing.T) {
 			defer r.Close()
 			if !strings.HasPrefix(r.URL, "http://127.0.0.1:") {
 				t.Errorf("url %s", r.URL)
+			}
+		},
+		"fixed-catalogue": func(t *testing.T) {
+			// One fixed catalogue: no per-key access, no deprecations; the
+			// not-found answers append the simulator's hint.
+			s, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/openai/v1/chat/completions", strings.NewReader(`{"model":"gpt-4.1-nano","messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+AccountKey("other"))
+			s.ServeHTTP(rec, req)
+			if rec.Code != 404 || !strings.Contains(rec.Body.String(), "limitscope sim:") {
+				t.Errorf("a real model outside the catalogue: %d %s", rec.Code, rec.Body)
+			}
+		},
+		"one-page-lists": func(t *testing.T) {
+			// The models lists are one page: limit and page tokens are ignored.
+			s, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/anthropic/v1/models?limit=1", nil)
+			req.Header.Set("x-api-key", FakeKey)
+			req.Header.Set("anthropic-version", "2023-06-01")
+			s.ServeHTTP(rec, req)
+			if n := strings.Count(rec.Body.String(), `"type":"model"`); rec.Code != 200 || n != len(catalogue["anthropic"]) || !strings.Contains(rec.Body.String(), `"has_more":false`) {
+				t.Errorf("limit=1: %d, %d models", rec.Code, n)
+			}
+		},
+		"bedrock-runtime-only": func(t *testing.T) {
+			// Bedrock: the runtime's Converse and ConverseStream only; no
+			// CountTokens, and no ListFoundationModels (the control plane).
+			s, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/bedrock/model/"+bedrockModel+"/count-tokens", strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+FakeKey)
+			s.ServeHTTP(rec, req)
+			if rec.Code != 404 || rec.Header().Get("x-amzn-ErrorType") == "" {
+				t.Errorf("count-tokens: %d %v", rec.Code, rec.Header())
+			}
+		},
+		"cut-resets-stream": func(t *testing.T) {
+			// Over HTTP/2 a cut resets the stream (RST_STREAM): there is no
+			// connection of the request's own to close, so "reset" and a
+			// plain cut look alike.
+			r, err := Start(t.Context(), "", Options{TokensPerSecond: 1e9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if err := r.Server.Inject(Fault{Provider: "openai", Kind: FaultCut}); err != nil {
+				t.Fatal(err)
+			}
+			var protos []string
+			req, _ := http.NewRequest(http.MethodPost, r.BaseURL("openai")+"/chat/completions", strings.NewReader(`{"model":"gpt-5.4-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+FakeKey)
+			resp, err := h2cClient(&protos).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			_, err = io.ReadAll(resp.Body)
+			if err == nil || !strings.Contains(err.Error(), "stream error") || resp.ProtoMajor != 2 {
+				t.Errorf("%s cut: %v", resp.Proto, err)
 			}
 		},
 	}

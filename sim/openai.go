@@ -38,17 +38,19 @@ type compat struct {
 	usageOnFinish bool // usage rides on the finish chunk (Mistral), not its own chunk
 	// reasoning is the delta field a thinking phase streams in
 	// ("reasoning_content", "reasoning"; "": none, the phase is silence).
-	reasoning     string
-	forbidden     []string
-	rateLimit     func(e errorInfo) reply
-	slowDown      func(e errorInfo) reply // nil: the rate limit's answer
-	overload      errSpec
-	overload503   *errSpec // Code "503" (Groq: a plain 503 beside the 498)
-	server        errSpec  // status comes from the code (500, 502, 504)
-	spendCap      func(e errorInfo) reply
-	dailyQuota    func(e errorInfo) reply // nil: the spend cap's answer
-	auth          func(given bool, requestID string) reply
-	notFound      func(path string) errSpec
+	reasoning   string
+	forbidden   []string
+	rateLimit   func(e errorInfo) reply
+	slowDown    func(e errorInfo) reply // nil: the rate limit's answer
+	overload    errSpec
+	overload503 *errSpec // Code "503" (Groq: a plain 503 beside the 498)
+	server      errSpec  // status comes from the code (500, 502, 504)
+	spendCap    func(e errorInfo) reply
+	dailyQuota  func(e errorInfo) reply // nil: the spend cap's answer
+	auth        func(given bool, requestID string) reply
+	notFound    func(method, path string) errSpec
+	// modelNotFound is the answer to a model the provider does not serve.
+	modelNotFound func(model string) errSpec
 	tooLarge      func(e errorInfo) reply // nil: a plain 413
 	contextLength func(e errorInfo, maxTok, got int64) reply
 	invalidCodes  bool // invalid_request_error bodies name missing_required_parameter (OpenAI, DeepSeek)
@@ -84,12 +86,12 @@ func (openAIDialect) route(p *provider, r *http.Request, sub string, _ *simReque
 	for _, path := range p.compat.paths {
 		if sub == path {
 			if r.Method != http.MethodPost {
-				return p.compat.reply(p.compat.notFound(r.Method + " " + below)), false
+				return p.compat.reply(p.compat.notFound(r.Method, below)), false
 			}
 			return reply{}, true
 		}
 	}
-	return p.compat.reply(p.compat.notFound(below)), false
+	return p.compat.reply(p.compat.notFound(r.Method, below)), false
 }
 
 // bearer reads "Authorization: Bearer KEY": the key, and whether an
@@ -527,7 +529,8 @@ func initCompat() {
 			}
 			return jsonReply(401, openAICompat.body("Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key"))
 		},
-		notFound: invalidURL,
+		notFound:      invalidURL,
+		modelNotFound: modelDoesNotExist,
 		tooLarge: func(e errorInfo) reply {
 			msg := fmt.Sprintf("Request too large for %s in organization org-simulated on tokens per min (TPM): Limit %d, Requested %d. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.", e.model, e.limit, e.requested)
 			return jsonReply(429, openAICompat.body(msg, "tokens", "rate_limit_exceeded"))
@@ -564,7 +567,8 @@ func initCompat() {
 		auth: func(bool, string) reply {
 			return jsonReply(401, groqCompat.body("Invalid API Key", "invalid_request_error", "invalid_api_key"))
 		},
-		notFound: invalidURL,
+		notFound:      invalidURL,
+		modelNotFound: modelDoesNotExist,
 		tooLarge: func(e errorInfo) reply {
 			msg := fmt.Sprintf("Request too large for model `%s` in organization `org_simulated` service tier `on_demand` on tokens per minute (TPM): Limit %d, Requested %d, please reduce your message size and try again. Visit https://console.groq.com/docs/rate-limits for more information.", e.model, e.limit, e.requested)
 			return jsonReply(413, groqCompat.body(msg, "tokens", "rate_limit_exceeded"))
@@ -585,7 +589,11 @@ func initCompat() {
 		auth: func(bool, string) reply {
 			return jsonReply(401, deepseekCompat.body("Authentication Fails, Your api key is invalid", "authentication_error", "invalid_request_error"))
 		},
-		notFound:      invalidURL,
+		notFound: invalidURL,
+		// [unsourced] DeepSeek's answer to an unknown model.
+		modelNotFound: func(string) errSpec {
+			return errSpec{400, "Model Not Exist", "invalid_request_error", "invalid_request_error"}
+		},
 		contextLength: openAIContextLength(&deepseekCompat),
 	}
 	mistralCompat = &compat{
@@ -602,7 +610,9 @@ func initCompat() {
 		auth: func(_ bool, requestID string) reply {
 			return jsonReply(401, mustJSON(obj{"message", "Unauthorized", "request_id", requestID}))
 		},
-		notFound:      func(string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
+		notFound: func(string, string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
+		// [unsourced] Mistral's answer to an unknown model.
+		modelNotFound: func(m string) errSpec { return errSpec{400, "Invalid model: " + m, "invalid_model", "1500"} },
 		contextLength: openAIContextLength(&mistralCompat),
 	}
 	xaiCompat = &compat{
@@ -630,17 +640,27 @@ func initCompat() {
 		auth: func(bool, string) reply {
 			return jsonReply(400, xaiCompat.body("Incorrect API key provided. You can obtain an API key from https://console.x.ai.", "", "Client specified an invalid argument"))
 		},
-		notFound: func(string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
+		notFound: func(string, string) errSpec { return errSpec{404, "Not Found", "invalid_request_error", "not_found"} },
+		// [unsourced] xAI's answer to an unknown model.
+		modelNotFound: func(m string) errSpec {
+			return errSpec{404, "The model " + m + " does not exist or your team 00000000-0000-4000-8000-000000000000 does not have access to it.", "", "Some requested entity was not found"}
+		},
 		contextLength: func(_ errorInfo, maxTok, got int64) reply {
 			return jsonReply(400, xaiCompat.body(fmt.Sprintf("This model's maximum prompt length is %d but the request contains %d tokens.", maxTok, got), "", "Client specified an invalid argument"))
 		},
 	}
 }
 
+// modelDoesNotExist is OpenAI's (and Groq's) 404 for a model it does not
+// serve.
+func modelDoesNotExist(model string) errSpec {
+	return errSpec{404, "The model `" + model + "` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"}
+}
+
 // invalidURL is OpenAI's (and Groq's, DeepSeek's) 404 for a path it does
 // not serve.
-func invalidURL(path string) errSpec {
-	return errSpec{404, fmt.Sprintf("Invalid URL (POST %s)", path), "invalid_request_error", nil}
+func invalidURL(method, path string) errSpec {
+	return errSpec{404, fmt.Sprintf("Invalid URL (%s %s)", method, path), "invalid_request_error", nil}
 }
 
 // groqDaily is Groq's per-day 429 (requests, or tokens with code "tpd").

@@ -70,7 +70,7 @@ func Start(ctx context.Context, addr string, opts Options) (*Running, error) {
 	r := &Running{
 		Server: s,
 		URL:    "http://" + ln.Addr().String(),
-		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second},
+		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, Protocols: serveProtocols()},
 		served: make(chan error, 1),
 		stop:   make(chan struct{}),
 	}
@@ -83,6 +83,16 @@ func Start(ctx context.Context, addr string, opts Options) (*Running, error) {
 		}
 	}()
 	return r, nil
+}
+
+// serveProtocols is HTTP/1.1 and HTTP/2 without TLS (prior knowledge) on
+// one listener: the AWS SDK for JavaScript speaks HTTP/2 to an http://
+// Bedrock endpoint, every other client HTTP/1.1.
+func serveProtocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
 }
 
 // BaseURL returns the value for the provider's *_BASE_URL.
@@ -104,11 +114,24 @@ func (r *Running) Env() []string {
 			continue
 		}
 		out = append(out, info.BaseURLEnv+"="+r.BaseURL(p))
+		if info.SigV4Service != "" {
+			// The AWS SDKs refuse a Bedrock API key over plain HTTP (Go) or
+			// need it over HTTPS: they sign with the simulated credentials.
+			out = append(out, AWSEnv()...)
+			continue
+		}
 		for _, k := range info.KeyEnv[:1] {
 			out = append(out, k+"="+FakeKey)
 		}
 	}
 	return out
+}
+
+// AWSEnv is the environment that points an AWS SDK's credential chain at
+// the simulated credentials: "NAME=value" lines for the access key id, the
+// secret and the Region (SigV4; none of them is a secret).
+func AWSEnv() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + FakeAWSAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + FakeAWSSecretAccessKey, "AWS_REGION=" + FakeAWSRegion}
 }
 
 // Close stops serving at once: open streams and hung requests are dropped.

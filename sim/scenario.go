@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitscope/limitscope/internal/sanitize"
 )
 
 // ScenarioInfo describes one named scenario.
@@ -65,6 +67,7 @@ type providerConfig struct {
 	QueueDelay      time.Duration // DeepSeek-style: keep-alive comments before the first token
 	ContextWindow   int64         // input tokens above this: context length exceeded
 	Faults          []faultRule
+	Models          []string // models added to the provider's catalogue (models = ...)
 }
 
 // scenario is a parsed scenario: a name, a description and a config per
@@ -266,7 +269,7 @@ func loadScenarioFile(path string) (*scenario, error) {
 		return nil, fmt.Errorf("scenario file: %w", err)
 	}
 	defer f.Close()
-	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	base := sanitize.Text(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	return parseScenario(base, f, path)
 }
 
@@ -312,12 +315,15 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 		if section == nil {
 			switch key {
 			case "name":
+				// Names and descriptions reach terminals (sim, send --sim):
+				// escape sequences and control characters are dropped.
+				value = sanitize.Text(value)
 				if value == "" {
 					return nil, errf("name is empty")
 				}
 				s.Name = value
 			case "description":
-				s.Description = value
+				s.Description = sanitize.Text(value)
 			case "primary":
 				if !knownProvider(value) {
 					return nil, errf("primary: unknown provider %q", value)
@@ -329,6 +335,12 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 					return nil, errf("%q is a provider setting: put it under [*] or [provider]", key)
 				}
 				return nil, errf("unknown key %q (top level takes name, description, primary)", key)
+			}
+			continue
+		}
+		if key == "models" {
+			if err := s.addModels(section, sectionName, value); err != nil {
+				return nil, errf("%v", err)
 			}
 			continue
 		}

@@ -45,6 +45,10 @@ type Options struct {
 	// HangLimit bounds a "hang" fault (default 10 minutes, as DeepSeek closes
 	// a request that has not started after 10 minutes).
 	HangLimit time.Duration
+	// AnyModel accepts every model name; otherwise a model outside the
+	// provider's catalogue (built in, or added by the scenario file's
+	// models lines) gets the provider's not-found answer.
+	AnyModel bool
 	// Answer shapes the answers' text (see README.md: length and shape, e.g.
 	// "words", "paragraph:1MB", "paragraphs", "code"); "" takes the default.
 	Answer string

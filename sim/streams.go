@@ -51,10 +51,20 @@ type sseOut struct {
 	rc   *http.ResponseController
 	err  error
 	hold bool // paced flushes: frames are written, not flushed
+	h2   bool // an HTTP/2 request: a cut resets the stream (no connection to close)
 }
 
 func newSSE(w http.ResponseWriter) *sseOut {
 	return &sseOut{w: w, rc: http.NewResponseController(w)}
+}
+
+// cut ends the body without its end: on HTTP/1.1 the connection closes
+// (see closeConn); on HTTP/2, which has no connection of its own to drop,
+// the stream is reset (RST_STREAM), which the client reads as an error.
+func (o *sseOut) cut(reset bool) {
+	if !closeConn(o.w, reset) && o.h2 {
+		panic(http.ErrAbortHandler) // net/http resets the HTTP/2 stream
+	}
 }
 
 func (o *sseOut) start(contentType string) {
@@ -167,7 +177,7 @@ func (s *Server) broke(ctx context.Context, o *sseOut, a *answerPlan) bool {
 		return true
 	case FaultCut:
 		if a.d.code != "clean" {
-			closeConn(o.w, a.d.code == "reset")
+			o.cut(a.d.code == "reset")
 		}
 		return true
 	case FaultHang:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -226,10 +227,48 @@ func shortReply(r *rand.Rand, req *simRequest) string {
 	}
 	b.WriteString("This request fit within its simulated limits and was answered.")
 	// A few different notes, none twice.
-	for _, i := range r.Perm(len(notes))[:2+r.IntN(3)] {
+	perm := r.Perm(len(notes))
+	n := 2 + r.IntN(3)
+	headers := sendsLimitHeaders(req.provider)
+	for _, i := range perm {
+		if n == 0 {
+			break
+		}
+		if !headers && slices.Contains(headerNotes, notes[i]) {
+			continue
+		}
 		b.WriteString(" " + notes[i])
+		n--
 	}
 	return b.String()
+}
+
+// sendsLimitHeaders: the provider's answers carry rate-limit headers.
+func sendsLimitHeaders(provider string) bool {
+	p := providerOf(provider)
+	return p != nil && p.limitHeaders
+}
+
+// headerNotes are the notes that speak of headers only some providers send
+// (the rate-limit headers and Retry-After): said only by those.
+var headerNotes = []string{
+	"A 429 would have named how long to wait in its Retry-After header.",
+	"The rate-limit headers on this response show what is left in each window.",
+}
+
+// notesFor is the notes true of the provider's answers: without the header
+// notes where it sends no rate-limit headers (Gemini, Bedrock, ...).
+func notesFor(provider string) []string {
+	if sendsLimitHeaders(provider) {
+		return notes
+	}
+	out := make([]string, 0, len(notes))
+	for _, n := range notes {
+		if !slices.Contains(headerNotes, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // notes are the sentences answers are written from. They are never written.
@@ -252,11 +291,12 @@ func paragraph(r *rand.Rand, req *simRequest, size int, first bool) string {
 	if first {
 		fmt.Fprintf(&b, "This long answer comes from %s, simulated by limitscope on its %s endpoint.", req.model, req.provider)
 	}
+	pool := notesFor(req.provider)
 	for b.Len() < size {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(notes[r.IntN(len(notes))])
+		b.WriteString(pool[r.IntN(len(pool))])
 	}
 	return trimTo(b.String(), size)
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -163,7 +164,14 @@ func bedrockRequest(u *url.URL, _ *ProviderInfo, req Request, maxTokens int, key
 // name. Without credentials
 // the request goes unsigned (the service's 403 says so).
 func bedrockSign(ctx context.Context, hr *http.Request, body []byte, p *ProviderInfo, ep Endpoint, req Request, now time.Time) error {
-	if ep.Key != "" || ep.AWS == nil {
+	if ep.Key != "" {
+		if hr.URL.Scheme != "https" && !loopbackHost(hr.URL.Hostname()) {
+			return fmt.Errorf("%w: not sending the Bedrock API key in clear text to %s://%s (not a loopback address), as the AWS SDKs refuse to; use an https:// endpoint, or SigV4 credentials (unset %s)",
+				ErrKeyOverPlainHTTP, hr.URL.Scheme, hr.URL.Host, firstOr(p.KeyEnv, "the API key"))
+		}
+		return nil
+	}
+	if ep.AWS == nil {
 		return nil
 	}
 	creds, err := ep.AWS.retrieve(ctx)
@@ -176,6 +184,29 @@ func bedrockSign(ctx context.Context, hr *http.Request, body []byte, p *Provider
 		return fmt.Errorf("SigV4 signing: %w", err)
 	}
 	return nil
+}
+
+// ErrKeyOverPlainHTTP is the error of a request refused before it was sent:
+// a Bedrock API key would have gone in clear text (http://) to a host that
+// is not this machine.
+var ErrKeyOverPlainHTTP = errors.New("refusing to send an API key over plain HTTP")
+
+// loopbackHost reports whether host is this machine: "localhost" (or a
+// name under it) or a loopback address.
+func loopbackHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return def
 }
 
 // AWSAuth is a Bedrock endpoint's SigV4 credential source: the AWS SDK's

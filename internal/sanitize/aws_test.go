@@ -27,3 +27,16 @@ func TestSecretsAWSShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretsLetTheSimulatorKeyIDPrint: the simulator's fixed key id is
+// printed as it is; a real-shaped one beside it is still redacted.
+func TestSecretsLetTheSimulatorKeyIDPrint(t *testing.T) {
+	in := "export AWS_ACCESS_KEY_ID=" + SimulatorAWSKeyID + " (not AKIAIOSFODNN7EXAMPLE)"
+	got := Secrets(in)
+	if !strings.Contains(got, SimulatorAWSKeyID) || strings.Contains(got, "AKIAIOSFODNN7EXAMPLE") || !strings.Contains(got, "[redacted]") {
+		t.Errorf("Secrets(%q) = %q", in, got)
+	}
+	if got := Printable("key AKIASIMULATEDNOTREA1"); strings.Contains(got, "AKIASIMULATEDNOTREA1") {
+		t.Errorf("a key id one character off printed: %q", got)
+	}
+}

@@ -34,10 +34,20 @@ func Secrets(s string) string {
 			s = re.ReplaceAllString(s, "${1}[redacted]")
 			continue
 		}
-		s = re.ReplaceAllString(s, "[redacted]")
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			if m == SimulatorAWSKeyID {
+				return m
+			}
+			return "[redacted]"
+		})
 	}
 	return s
 }
+
+// SimulatorAWSKeyID is the simulator's fixed AWS access key id (its banner
+// prints it): shaped like a key id, it is not one, and Secrets lets it
+// print. Any other key id is redacted.
+const SimulatorAWSKeyID = "AKIASIMULATEDNOTREAL"
 
 // mayHoldSecret is a cheap test that skips the expressions for the usual
 // message, which quotes no credential.
