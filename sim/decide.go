@@ -16,6 +16,9 @@ type decision struct {
 	header    http.Header // rate-limit headers and request id, on every answer
 	requestID string
 	idSeed    uint64 // for message/response ids
+	// Drawn from a learnt scenario's distributions (0: the fixed pace).
+	firstToken time.Duration
+	tps        float64
 }
 
 // limitView reads a provider's limits at one instant, with the refusals
@@ -132,6 +135,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 				s.hold(key, r.Kind, r.Code, retry, now)
 				return fail(r.Kind, r.Code, retry)
 			}
+			d.info.resetAt = s.windowReset(r, elapsed+st.phase[i])
 			return fail(r.Kind, r.Code, r.RetryAfter)
 		}
 	}
@@ -197,6 +201,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 
 	s.account(p, st, now, in, maxOut, outTokens)
 	p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
+	d.firstToken, d.tps = drawPace(s.rng, cfg)
 	return d
 }
 

@@ -65,6 +65,11 @@ type providerConfig struct {
 	QueueDelay      time.Duration // DeepSeek-style: keep-alive comments before the first token
 	ContextWindow   int64         // input tokens above this: context length exceeded
 	Faults          []faultRule
+	// Learnt from a history (learnt.go): distributions drawn per answer,
+	// and the limits that were estimated rather than read from headers.
+	FirstTokenDist *dist
+	TPSDist        *dist
+	Estimated      []string
 }
 
 // scenario is a parsed scenario: a name, a description and a config per
@@ -436,7 +441,7 @@ func (c *providerConfig) set(key, value string, line int) (known bool, err error
 		r.Line = line
 		c.Faults = append(c.Faults, r)
 	default:
-		return false, nil
+		return c.setLearnt(key, value)
 	}
 	return true, nil
 }
