@@ -45,9 +45,10 @@ type provider struct {
 
 	limitCaused int // 429s the limits explain (the last headers showed them used up)
 
-	recent  []time.Time // attempt times in the last minute
-	peakRPM int
-	at429   []int // requests in the minute before each 429 (no headers)
+	recent   []minuteEntry // attempts in the last minute
+	recentOK int           // of which answered
+	peakRPM  int
+	at429    []int // answered requests in the minute before each 429 (no headers)
 
 	det    map[string]*detector
 	delays map[string]*hist
@@ -75,7 +76,7 @@ func (p *provider) add(o obs) {
 	}
 	p.attempts++
 	p.counts[o.kind]++
-	p.countMinute(o.t)
+	p.countMinute(o.t, o.kind == "ok")
 
 	// A 429 the limits explain: the previous response showed a window
 	// used up. Those come back from the limits themselves on replay.
@@ -87,7 +88,7 @@ func (p *provider) add(o obs) {
 			}
 		}
 		if !p.headers && len(p.at429) < maxAt429 {
-			p.at429 = append(p.at429, len(p.recent))
+			p.at429 = append(p.at429, p.recentOK)
 		}
 		if limitCaused {
 			p.limitCaused++
@@ -135,20 +136,30 @@ func isFault(kind string) bool {
 	return false
 }
 
-// countMinute keeps the attempt times of the last minute and the peak.
-func (p *provider) countMinute(t time.Time) {
+// minuteEntry is one attempt in the last minute.
+type minuteEntry struct {
+	t  time.Time
+	ok bool
+}
+
+// countMinute keeps the attempts of the last minute (how many were
+// answered) and the peak.
+func (p *provider) countMinute(t time.Time, ok bool) {
 	cut := t.Add(-time.Minute)
 	i := 0
-	for i < len(p.recent) && !p.recent[i].After(cut) {
+	for i < len(p.recent) && (!p.recent[i].t.After(cut) || len(p.recent)-i >= maxRecent) {
+		if p.recent[i].ok {
+			p.recentOK--
+		}
 		i++
 	}
 	if i > 0 {
 		p.recent = append(p.recent[:0], p.recent[i:]...)
 	}
-	if len(p.recent) >= maxRecent {
-		p.recent = p.recent[1:]
+	p.recent = append(p.recent, minuteEntry{t, ok})
+	if ok {
+		p.recentOK++
 	}
-	p.recent = append(p.recent, t)
 	p.peakRPM = max(p.peakRPM, len(p.recent))
 }
 
@@ -215,8 +226,8 @@ func (p *provider) finish() {
 }
 
 // estimateRPM guesses a requests-per-minute limit from where 429s began on
-// a provider without limit headers: the requests in the minute before each
-// 429, when they agree (the 10th percentile is at least 60% of the median).
+// a provider without limit headers: the requests answered in the minute
+// before each 429, when they agree (the 10th percentile is at least 60% of the median).
 // 0: no estimate (too few 429s, or they came at any rate: faults).
 func (p *provider) estimateRPM() int {
 	if p.headers || len(p.at429) < 5 {
@@ -228,5 +239,5 @@ func (p *provider) estimateRPM() int {
 	if med == 0 || float64(lo) < 0.6*float64(med) {
 		return 0
 	}
-	return max(1, lo-1) // the count includes the refused request
+	return lo
 }

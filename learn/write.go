@@ -229,7 +229,12 @@ func (l *Learner) delayOpts(p *provider, kind string) string {
 	if h == nil || p.named[kind]*2 < p.counts[kind]-p.limitCausedOf(kind) {
 		return ""
 	}
-	d := time.Duration(h.quantile(0.5) * float64(time.Second)).Round(time.Millisecond)
+	d := time.Duration(h.quantile(0.5) * float64(time.Second))
+	if d >= time.Second {
+		d = d.Round(100 * time.Millisecond) // the histogram's 1% is noise here
+	} else {
+		d = d.Round(time.Millisecond)
+	}
 	if d <= 0 {
 		return ""
 	}
