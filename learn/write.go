@@ -202,6 +202,12 @@ func (l *Learner) writeLimits(b *bytes.Buffer, p *provider) int {
 			missing = append(missing, keys[i][0])
 			continue
 		}
+		if i == wTokens && (p.win[wInput].seen || p.win[wOutput].seen) {
+			// With input and output windows the tokens window is the
+			// tighter of the two, not a limit of its own.
+			fmt.Fprintf(b, "# the tokens window (%d) follows the input and output windows: not a limit of its own\n", w.limit)
+			continue
+		}
 		if w.lo != w.hi {
 			fmt.Fprintf(b, "# %s: the headers showed %d to %d; the last is kept\n", key, w.lo, w.hi)
 		}
