@@ -147,3 +147,21 @@ func TestHistoryScenarioNewestSession(t *testing.T) {
 		t.Errorf("no per-day requests limit:\n%s", text)
 	}
 }
+
+// checkScenarioExample runs the README's history scenario example: the
+// calls the README sent before it, learnt into a file the simulator reads.
+func checkScenarioExample(t *testing.T, c readmeCommand, runCmd func([]string) (int, string, string)) {
+	code, out, errOut := runCmd(c.args)
+	if code != exitOK {
+		t.Errorf("%s: exit %d\n%s", c.line, code, errOut)
+		return
+	}
+	if err := sim.CheckScenario(strings.NewReader(out), "stdout"); err != nil {
+		t.Errorf("%s: the scenario does not parse: %v\n%s", c.line, err, out)
+	}
+	for _, want := range []string{"Source: calls since", "[openai]", "rpm = 500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: no %q in\n%s", c.line, want, out)
+		}
+	}
+}
