@@ -26,6 +26,7 @@ type scenarioOptions struct {
 	out     string
 	name    string
 	force   bool
+	trace   bool
 }
 
 // historyScenario is `limitscope history scenario`: learn a scenario file
@@ -42,6 +43,7 @@ func historyScenario(ctx context.Context, a *app, args []string) int {
 	fs.StringVar(&o.out, "out", "", "write the scenario to this `file` (default: standard output); an existing file is kept unless --force")
 	fs.StringVar(&o.name, "name", "learnt", "the scenario's `name` (sim --scenario NAME)")
 	fs.BoolVar(&o.force, "force", false, "replace an existing --out file")
+	fs.BoolVar(&o.trace, "trace", false, "trace mode: each provider replays its recorded outcomes in order (at most 100,000 each), then the statistical rules")
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {
 		return code
@@ -115,6 +117,9 @@ func runHistoryScenario(ctx context.Context, a *app, o *scenarioOptions) int {
 		}
 	}
 	l := learn.New(learn.Source{Scope: scope, Version: version})
+	if o.trace {
+		l.Trace()
+	}
 	n := 0
 	err = rd.EachReused(ctx, f, true, func(c *store.Call) error {
 		if sid != 0 && c.Session != sid {

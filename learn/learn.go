@@ -54,6 +54,7 @@ type Learner struct {
 	skipped  int            // attempts of providers the simulator lacks
 	accounts bool           // some target named an account: merged into its provider
 	ignored  int            // attempts of classes that are not the provider's doing
+	trace    bool           // keep each provider's outcomes in order (Trace)
 }
 
 // New returns an empty Learner.
@@ -235,6 +236,9 @@ func (l *Learner) apply(o obs) {
 		l.last = o.t
 	}
 	o.prov.add(o)
+	if l.trace {
+		o.prov.record(o)
+	}
 }
 
 // finish releases every queued attempt and closes the open episodes.

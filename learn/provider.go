@@ -59,6 +59,10 @@ type provider struct {
 	droppedStops int
 
 	ttft, tps hist
+
+	trace        []traceRec // Learner.Trace: the outcomes in order
+	traceDropped int
+	codes        []string // the quota codes the trace names
 }
 
 func newProvider(name string) *provider {

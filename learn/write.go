@@ -48,7 +48,12 @@ func (l *Learner) writeHeader(b *bytes.Buffer, name string, provs []*provider) {
 	fmt.Fprintf(b, "# Source: %s: %d calls, %d attempts (%s).\n", l.src.Scope, l.calls, l.attempts, modeNote(l.modes))
 	fmt.Fprintf(b, "# From %s to %s (%s); time 0s in the windows below is the first attempt.\n",
 		l.first.UTC().Format(time.RFC3339), l.last.UTC().Format(time.RFC3339), roundDur(span))
-	b.WriteString("# Statistical: rates and distributions are drawn from the simulator's seed (sim --seed N repeats a run).\n")
+	if l.trace {
+		b.WriteString("# Trace: each provider answers its requests with the recorded outcomes, in order, shifted to now;\n")
+		b.WriteString("# past its trace, the statistical rules below answer (drawn from the simulator's seed).\n")
+	} else {
+		b.WriteString("# Statistical: rates and distributions are drawn from the simulator's seed (sim --seed N repeats a run).\n")
+	}
 	if l.skipped > 0 {
 		fmt.Fprintf(b, "# Not learnt: %d attempts on providers the simulator does not have.\n", l.skipped)
 	}
@@ -67,6 +72,9 @@ func (l *Learner) writeHeader(b *bytes.Buffer, name string, provs []*provider) {
 	fmt.Fprintf(b, "description = learnt from %s: %d attempts on %s over %s\n", oneLine(l.src.Scope), l.attempts, strings.Join(names, ", "), roundDur(span))
 	if len(provs) > 0 {
 		fmt.Fprintf(b, "primary = %s\n", busiest(provs).name)
+	}
+	if l.trace {
+		b.WriteString("mode = trace\n")
 	}
 }
 
@@ -173,6 +181,9 @@ func (l *Learner) writeProvider(b *bytes.Buffer, p *provider) {
 		fmt.Fprintf(b, "fault = %s %s%s\n", g.kind, fmtProb(prob), l.delayOpts(p, g.kind))
 	}
 	l.writeLatency(b, p)
+	if l.trace {
+		l.writeTrace(b, p)
+	}
 }
 
 // writeLimits writes the limits the headers showed (exact), or an estimate

@@ -120,6 +120,10 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 		s.hold(key, FaultRateLimit, "", retry, now)
 		return fail(FaultRateLimit, "", retry)
 	}
+	// Trace mode: the provider's next recorded outcome.
+	if step, ok := s.nextTrace(st); ok {
+		return s.replayStep(p, st, key, step, now, in, maxOut, outTokens, &d, fail)
+	}
 	// The scenario's schedule.
 	elapsed := now.Sub(s.started)
 	for i, r := range cfg.Faults {

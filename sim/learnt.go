@@ -107,6 +107,8 @@ func (c *providerConfig) setLearnt(key, value string) (known bool, err error) {
 			return true, err
 		}
 		c.TPSDist = d
+	case "trace":
+		return true, c.addTraceStep(value)
 	case "estimated":
 		c.Estimated = nil
 		for _, k := range strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' }) {

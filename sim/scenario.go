@@ -70,6 +70,7 @@ type providerConfig struct {
 	FirstTokenDist *dist
 	TPSDist        *dist
 	Estimated      []string
+	Trace          []traceStep // trace.go: the recorded outcomes, in order
 }
 
 // scenario is a parsed scenario: a name, a description and a config per
@@ -78,6 +79,7 @@ type scenario struct {
 	Name        string
 	Description string
 	Primary     string // the provider failover-demo degrades by default
+	Mode        string // "" or "statistical"; "trace" replays each provider's trace (trace.go)
 	Providers   map[string]*providerConfig
 }
 
@@ -328,12 +330,18 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 					return nil, errf("primary: unknown provider %q", value)
 				}
 				s.Primary = value
+			case "mode":
+				m, err := parseMode(value)
+				if err != nil {
+					return nil, errf("%v", err)
+				}
+				s.Mode = m
 			default:
 				// Provider settings at top level are an error: say where they go.
 				if _, err := (&providerConfig{}).set(key, value, lineNo); err == nil {
 					return nil, errf("%q is a provider setting: put it under [*] or [provider]", key)
 				}
-				return nil, errf("unknown key %q (top level takes name, description, primary)", key)
+				return nil, errf("unknown key %q (top level takes name, description, primary, mode)", key)
 			}
 			continue
 		}
