@@ -188,7 +188,7 @@ func (l *Learner) observe(c *store.Call, a *retry.Attempt, last bool) (obs, bool
 		}
 	case stream.ClassQuota:
 		o.kind = "quota:" + sim.FaultSpendCap
-		if strings.Contains(a.QuotaID, "PerDay") || dayCode(a.Code) {
+		if strings.Contains(a.QuotaID, "PerDay") || dayCode(a.Code) || dayUsedUp(a.Limits) {
 			o.kind = "quota:" + sim.FaultDailyQuota
 		}
 		o.code = plainCode(a.Code)
@@ -210,6 +210,20 @@ func (l *Learner) observe(c *store.Call, a *retry.Attempt, last bool) (obs, bool
 func dayCode(code string) bool {
 	c := strings.ToLower(code)
 	return c == "rpd" || c == "tpd" || strings.Contains(c, "per_day") || strings.Contains(c, "daily")
+}
+
+// dayUsedUp reports whether a response's headers show a per-day window
+// used up (Groq's requests per day): its quota error is that limit's.
+func dayUsedUp(l *stream.Limits) bool {
+	if l == nil {
+		return false
+	}
+	for _, w := range []*stream.Window{l.Requests, l.Tokens} {
+		if w != nil && w.PerDay && w.HasRemaining && w.Remaining <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // plainCode keeps a provider's error code when it is a plain word (letters
