@@ -28,7 +28,9 @@ func (d *overloadedDoer) Do(_ context.Context, req stream.Request, _ func(string
 	return stream.Result{Status: 200, Text: "ok", FinishReason: "stop"}
 }
 
-func (*overloadedDoer) Scope(t stream.Target, s stream.Scope) string { return string(s) + ":" + t.Provider }
+func (*overloadedDoer) Scope(t stream.Target, s stream.Scope) string {
+	return string(s) + ":" + t.Provider
+}
 
 var fallback = stream.Target{Provider: "anthropic", Model: "claude-haiku-4-5"}
 
