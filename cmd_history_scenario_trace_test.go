@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitscope/limitscope/retry/retrytest"
 	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/stream"
 )
@@ -44,6 +45,9 @@ func runTraceSends(t *testing.T, scenario, dir string) []traceRun {
 		env[p.BaseURLEnv] = r.BaseURL(p.Name)
 		env[p.KeyEnv[0]] = sim.FakeKey
 	}
+	// One engine clock for the session, as one process has: its waits pass
+	// at once, and the attempts' times keep the order they were sent in.
+	clk := retrytest.NewFakeClock(time.Now())
 	var out []traceRun
 	for _, args := range [][]string{
 		{"--model", "openai/gpt-5.4-mini", "--fallback", "anthropic/claude-haiku-4-5"},
@@ -57,6 +61,7 @@ func runTraceSends(t *testing.T, scenario, dir string) []traceRun {
 		{"--model", "mistral/mistral-small-latest"},
 	} {
 		ta := newTestApp(env)
+		ta.clock, ta.app.clock = clk, clk
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		code := run(ctx, ta.app, append(append([]string{"send", "--json"}, args...), "hi"))
 		cancel()
@@ -116,5 +121,46 @@ func TestTraceScenarioReplaysTheSession(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("learnt:\n%s", text)
+	}
+}
+
+// bench runs limitscope's settings variants beside a comparison policy on
+// a learnt scenario: the session above, whose OpenAI was always overloaded,
+// is better served with the chain reversed.
+func TestBenchVariantsOnALearntScenario(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "recording.ini")
+	if err := os.WriteFile(rec, []byte("[openai]\nwindow = 0s- overload\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runTraceSends(t, rec, dir)
+	learnt := filepath.Join(dir, "learnt.ini")
+	a, _, errOut := scenarioApp()
+	if code := runHistory(context.Background(), a, []string{"scenario", "--db", filepath.Join(dir, "history.db"), "--since", "1h", "--out", learnt}); code != exitOK {
+		t.Fatalf("history scenario: exit %d: %s", code, errOut)
+	}
+	ba, out, errb := benchApp(t, nil)
+	code := runBench(t.Context(), ba, []string{"--sim", "--scenario-file", learnt, "--model", "openai/gpt-5.4-mini", "--fallback", "anthropic/claude-haiku-4-5",
+		"--requests", "4", "--concurrency", "4", "--policy", "limitscope,limitscope:order=reverse,sdk-default", "--json"})
+	if code != exitOK {
+		t.Fatalf("bench: exit %d: %s", code, errb)
+	}
+	var rep struct {
+		Policies []struct {
+			Policy       string `json:"policy"`
+			Completed    int    `json:"completed"`
+			HTTPRequests int    `json:"http_requests"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Policies) != 3 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	base, rev := rep.Policies[0], rep.Policies[1]
+	if rev.Policy != "limitscope:order=reverse" || rev.Completed != 4 || rev.HTTPRequests != 4 {
+		t.Errorf("reversed: %+v, want 4 calls in 4 requests (the fallback first)", rev)
+	}
+	if base.HTTPRequests <= rev.HTTPRequests {
+		t.Errorf("limitscope sent %d requests, the reversed chain %d: the learnt overloads are not replayed", base.HTTPRequests, rev.HTTPRequests)
 	}
 }

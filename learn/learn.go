@@ -54,6 +54,7 @@ type Learner struct {
 	skipped  int            // attempts of providers the simulator lacks
 	accounts bool           // some target named an account: merged into its provider
 	ignored  int            // attempts of classes that are not the provider's doing
+	seq      uint64         // attempts observed, for their arrival order
 	trace    bool           // keep each provider's outcomes in order (Trace)
 }
 
@@ -65,6 +66,7 @@ func New(src Source) *Learner {
 // obs is one attempt reduced to what is learnt from it.
 type obs struct {
 	t          time.Time
+	seq        uint64 // arrival order: equal times keep it
 	prov       *provider
 	kind       string // "ok", a fault kind, "quota:spend_cap" / "quota:daily_quota", or "" (not learnt)
 	code       string // a quota stop's code, when it is a plain word
@@ -157,7 +159,8 @@ func (l *Learner) observe(c *store.Call, a *retry.Attempt, last bool) (obs, bool
 		p = newProvider(section)
 		l.provs[section] = p
 	}
-	o := obs{t: a.StartedAt, prov: p, lim: snap(a.Limits), ttft: a.TTFT}
+	l.seq++
+	o := obs{t: a.StartedAt, seq: l.seq, prov: p, lim: snap(a.Limits), ttft: a.TTFT}
 	if a.RetryAfter != nil {
 		o.retryAfter, o.hasDelay, o.source = *a.RetryAfter, true, a.DelaySource
 	}
@@ -278,10 +281,15 @@ func (l *Learner) providers() []*provider {
 // attemptQueue orders attempts by start time (a min-heap).
 type attemptQueue []obs
 
-func (q attemptQueue) Len() int           { return len(q) }
-func (q attemptQueue) Less(i, j int) bool { return q[i].t.Before(q[j].t) }
-func (q attemptQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *attemptQueue) Push(x any)        { *q = append(*q, x.(obs)) }
+func (q attemptQueue) Len() int { return len(q) }
+func (q attemptQueue) Less(i, j int) bool {
+	if q[i].t.Equal(q[j].t) {
+		return q[i].seq < q[j].seq
+	}
+	return q[i].t.Before(q[j].t)
+}
+func (q attemptQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *attemptQueue) Push(x any)   { *q = append(*q, x.(obs)) }
 func (q *attemptQueue) Pop() any {
 	old := *q
 	n := len(old)
