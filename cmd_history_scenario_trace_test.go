@@ -142,7 +142,7 @@ func TestBenchVariantsOnALearntScenario(t *testing.T) {
 	}
 	ba, out, errb := benchApp(t, nil)
 	code := runBench(t.Context(), ba, []string{"--sim", "--scenario-file", learnt, "--model", "openai/gpt-5.4-mini", "--fallback", "anthropic/claude-haiku-4-5",
-		"--requests", "4", "--concurrency", "4", "--policy", "limitscope,limitscope:order=reverse,sdk-default", "--json"})
+		"--requests", "4", "--concurrency", "4", "--max-tokens", "4", "--policy", "limitscope,limitscope:order=reverse,sdk-default", "--json"})
 	if code != exitOK {
 		t.Fatalf("bench: exit %d: %s", code, errb)
 	}
