@@ -216,7 +216,8 @@ func dayCode(code string) bool {
 }
 
 // dayUsedUp reports whether a response's headers show a per-day window
-// used up (Groq's requests per day): its quota error is that limit's.
+// used up (a per-day requests or tokens window): its quota error is that
+// limit's.
 func dayUsedUp(l *stream.Limits) bool {
 	if l == nil {
 		return false

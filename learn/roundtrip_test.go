@@ -3,7 +3,6 @@ package learn
 import (
 	"bytes"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,5 +255,4 @@ func TestLearntFileLoads(t *testing.T) {
 	if code, _, _ := exchange(t, s, "anthropic"); code == 0 {
 		t.Error("no answer")
 	}
-	_ = http.StatusOK
 }
