@@ -256,3 +256,36 @@ func TestLearntFileLoads(t *testing.T) {
 		t.Error("no answer")
 	}
 }
+
+// Broken streams are told apart: an error event after HTTP 200 is a
+// mid-stream error, a stream cut without its end a cut, a connection
+// dropped before any response a reset; each learnt at its rate.
+func TestLearnsBrokenStreams(t *testing.T) {
+	tgt := stream.Target{Provider: "mistral", Model: "m"}
+	var calls []store.Call
+	for i := range 3000 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		a := retry.Attempt{N: 1, Target: tgt, StartedAt: at, Class: stream.ClassOK, Status: 200, Duration: time.Second, TTFT: 100 * time.Millisecond}
+		switch i % 20 {
+		case 3:
+			a.Class, a.MidStream = stream.ClassServer, true // 5%
+		case 7, 11:
+			a.Class, a.MidStream = stream.ClassConnection, true // 10%
+		case 13:
+			a.Class, a.Status = stream.ClassConnection, 0 // 5%
+		}
+		calls = append(calls, store.Call{Started: at, AttemptsList: []retry.Attempt{a}})
+	}
+	sec := section(learnText(t, calls), "mistral")
+	left := 1.0
+	for _, c := range []struct {
+		kind string
+		want float64
+	}{{sim.FaultMidStream, 0.05}, {sim.FaultCut, 0.10}, {sim.FaultReset, 0.05}} {
+		p := faultProb(t, sec, c.kind) * left
+		left -= p
+		if !within(p, c.want, 0.15) {
+			t.Errorf("%s rate %.4f, want %.2f within 15%%: %v", c.kind, p, c.want, sec["fault"])
+		}
+	}
+}

@@ -60,9 +60,11 @@ func (l *Learner) writeHeader(b *bytes.Buffer, name string, provs []*provider) {
 	if l.ignored > 0 {
 		fmt.Fprintf(b, "# Not learnt: %d attempts that failed on the caller's side (bad request, timeout, cancelled).\n", l.ignored)
 	}
+	b.WriteString("# Learnt per provider: its models share its section")
 	if l.accounts {
-		b.WriteString("# Targets with named accounts are merged into their provider's section (the names are not written).\n")
+		b.WriteString(", and so do its named accounts (their names are not written)")
 	}
+	b.WriteString(".\n")
 	b.WriteString("# No prompt, answer, key, request id, account name or provider message is in this file.\n")
 	fmt.Fprintf(b, "name = %s\n", name)
 	names := make([]string, len(provs))
