@@ -9,7 +9,6 @@
 package learn
 
 import (
-	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
@@ -129,16 +128,16 @@ func (l *Learner) Add(c *store.Call) {
 		if !ok {
 			continue
 		}
-		heap.Push(&l.queue, o)
+		l.queue.push(o)
 		if l.queue.Len() > maxQueue {
-			l.apply(heap.Pop(&l.queue).(obs))
+			l.apply(l.queue.pop())
 		}
 	}
 }
 
 func (l *Learner) release(upTo time.Time) {
 	for l.queue.Len() > 0 && l.queue[0].t.Before(upTo) {
-		l.apply(heap.Pop(&l.queue).(obs))
+		l.apply(l.queue.pop())
 	}
 }
 
@@ -262,7 +261,7 @@ func (l *Learner) apply(o obs) {
 // finish releases every queued attempt and closes the open episodes.
 func (l *Learner) finish() {
 	for l.queue.Len() > 0 {
-		l.apply(heap.Pop(&l.queue).(obs))
+		l.apply(l.queue.pop())
 	}
 	for _, p := range l.provs {
 		p.finish()
@@ -279,25 +278,55 @@ func (l *Learner) providers() []*provider {
 	return out
 }
 
-// attemptQueue orders attempts by start time (a min-heap).
+// attemptQueue orders attempts by start time, then arrival: a min-heap of
+// values (no boxing: one allocation per growth, not per attempt).
 type attemptQueue []obs
 
 func (q attemptQueue) Len() int { return len(q) }
-func (q attemptQueue) Less(i, j int) bool {
+
+func (q attemptQueue) less(i, j int) bool {
 	if q[i].t.Equal(q[j].t) {
 		return q[i].seq < q[j].seq
 	}
 	return q[i].t.Before(q[j].t)
 }
-func (q attemptQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *attemptQueue) Push(x any)   { *q = append(*q, x.(obs)) }
-func (q *attemptQueue) Pop() any {
-	old := *q
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = obs{}
-	*q = old[:n-1]
-	return x
+
+func (q *attemptQueue) push(o obs) {
+	*q = append(*q, o)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *attemptQueue) pop() obs {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = obs{}
+	h = h[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // ErrNoAttempts is returned by Write when no attempt could be learnt.

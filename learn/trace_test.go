@@ -77,3 +77,24 @@ func TestTraceReplaysOutcomesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// The queue gives attempts back by time, and in arrival order at equal
+// times.
+func TestAttemptQueueOrder(t *testing.T) {
+	var q attemptQueue
+	offs := []int{5, 1, 3, 3, 9, 0, 3, 7, 1}
+	for i, o := range offs {
+		q.push(obs{t: t0.Add(time.Duration(o) * time.Second), seq: uint64(i)})
+	}
+	var last obs
+	for i := range offs {
+		o := q.pop()
+		if i > 0 && (o.t.Before(last.t) || (o.t.Equal(last.t) && o.seq < last.seq)) {
+			t.Fatalf("pop %d: %v #%d after %v #%d", i, o.t, o.seq, last.t, last.seq)
+		}
+		last = o
+	}
+	if q.Len() != 0 {
+		t.Errorf("%d left", q.Len())
+	}
+}
