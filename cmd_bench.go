@@ -55,7 +55,7 @@ func runBench(ctx context.Context, a *app, args []string) int {
 		requests    = fs.Int("requests", benchRequests, "calls per policy (the default run takes about a minute on the simulator)")
 		long        = fs.Bool("long", false, fmt.Sprintf("the long workload: %d calls per policy (about 5 minutes on the simulator's openai)", benchLongRequests))
 		concurrency = fs.Int("concurrency", 16, "workers per policy")
-		policyList  = fs.String("policy", strings.Join(bench.Policies(), ","), "policies to run, in order, comma-separated")
+		policyList  = fs.String("policy", strings.Join(bench.Policies(), ","), "policies to run, in order, comma-separated; limitscope:SETTING=VALUE[:...] runs limitscope with failover-wait, max-wait, deadline, tries, attempts or order (reverse, or 2,1) changed")
 		useSim      = fs.Bool("sim", false, "run on the built-in simulator, a fresh one per policy (also LIMITSCOPE_SIM=1)")
 		scenario    = fs.String("scenario", benchScenario(), "the simulator's scenario (with --sim)")
 		scenFile    = fs.String("scenario-file", "", "a simulator scenario file (with --sim; see sim/README.md)")
@@ -109,7 +109,7 @@ func runBench(ctx context.Context, a *app, args []string) int {
 			continue
 		}
 		if !bench.ValidPolicy(p) {
-			return usageErr("unknown policy %q (known: %s)", p, strings.Join(bench.Policies(), ", "))
+			return usageErr("unknown policy %q (known: %s, or limitscope:SETTING=VALUE... to vary its settings)", p, strings.Join(bench.Policies(), ", "))
 		}
 		policies = append(policies, p)
 	}

@@ -37,6 +37,8 @@ func historyUsage(w io.Writer) {
   limitscope history sessions [--limit N]    the processes that recorded: start, end, version, mode
   limitscope history report [--session ID | --since 2h --until 1h] [--out FILE]
                                              one self-contained HTML file: timeline, limits, waits, failovers
+  limitscope history scenario [--session ID | --since 2h --until 1h] [filters] [--out FILE [--force]]
+                                             a scenario file learnt from the calls, for sim --scenario-file
   limitscope history repair                  copy what is readable of a damaged file into a fresh one
   limitscope history cards [TARGET]          the limits cards limitscope probe stored, compared over time
 Every subcommand takes --json and --db PATH (default $LIMITSCOPE_DB, else
@@ -72,6 +74,8 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		return historyCards(ctx, a, args)
 	case "report":
 		return historyReport(ctx, a, args)
+	case "scenario":
+		return historyScenario(ctx, a, args)
 	case "help":
 		historyUsage(a.stdout)
 		return exitOK

@@ -133,6 +133,8 @@ const commands = `Usage:
                                                     find an account's limits within a small budget: a limits card
   limitscope history report [--session ID | --since 2h] [--out FILE]
                                                     one self-contained HTML file: timeline, limits, waits, failovers
+  limitscope history scenario [--session ID | --since 2h] [--out FILE]
+                                                    a scenario file learnt from the calls, for sim --scenario-file
   limitscope cooldowns [--json] [--state URL]       the quota cooldowns recorded (with --state, the fleet's too)
   limitscope cooldowns clear [SCOPE] [--state URL]  end one cooldown, or every one (in Redis too with --state)
   limitscope bench --model P/M [--fallback P/M]... [--sim] [--requests N] [--concurrency C]

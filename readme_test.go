@@ -202,6 +202,8 @@ func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int,
 			t.Errorf("%s: served by %s, want the fallback %s (the README's failover example fails over); attempts %s",
 				c.line, doc.ServedBy, fb, requestsBy(doc))
 		}
+	case c.args[0] == "history" && len(c.args) > 1 && c.args[1] == "scenario":
+		checkScenarioExample(t, c, runCmd)
 	case c.args[0] == "history":
 		code, out, errOut := runCmd(c.args)
 		lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -224,7 +224,9 @@ func TestNoKeyInAnyOutput(t *testing.T) {
 		{"history", "list"}, {"history", "list", "--json"},
 		{"history", "stats"}, {"history", "stats", "--json"},
 		{"history", "sessions"}, {"history", "sessions", "--json"},
-		{"history", "report", "--since", "1d"}, // the HTML report, on stdout: scanned with the rest
+		{"history", "report", "--since", "1d"},   // the HTML report, on stdout: scanned with the rest
+		{"history", "scenario", "--since", "1d"}, // the learnt scenario, on stdout and in a file (walked below)
+		{"history", "scenario", "--since", "1d", "--out", filepath.Join(dir, "learnt.ini")},
 		{"history", "export"}, {"history", "export", "--format", "csv"},
 		{"cooldowns"}, {"cooldowns", "--json"},
 		{"info"}, {"info", "--json"},

@@ -121,6 +121,9 @@ func (c Config) Validate() error {
 		if !ValidPolicy(p) {
 			return fmt.Errorf("bench: %w", unknownPolicy(p))
 		}
+		if _, _, err := withVariant(c, p); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
 	}
 	return nil
 }
@@ -268,7 +271,14 @@ func policyCall(cfg Config, policy string, doer retry.Doer, clock retry.Clock, r
 		req.Target = cfg.Chain[0]
 	}
 	l := loop{doer: doer, clock: clock, rand: rnd}
-	switch policy {
+	cfg, kind, err := withVariant(cfg, policy)
+	if err != nil {
+		return func(context.Context, int) retry.Outcome { return retry.OutcomeFailed }
+	}
+	if len(cfg.Chain) > 0 {
+		req.Target = cfg.Chain[0]
+	}
+	switch kind {
 	case PolicySDKDefault:
 		return func(ctx context.Context, _ int) retry.Outcome { return l.sdkDefault(ctx, req).outcome }
 	case PolicyNaive:

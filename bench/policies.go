@@ -32,6 +32,9 @@ func IsComparison(name string) bool {
 
 // ValidPolicy reports whether name is a known policy.
 func ValidPolicy(name string) bool {
+	if _, ok, err := parseVariant(name); ok {
+		return err == nil // a variant of limitscope's settings (variants.go)
+	}
 	for _, p := range Policies() {
 		if p == name {
 			return true
@@ -199,5 +202,8 @@ func cancelledError(err error) *stream.Error {
 var errUnknownPolicy = errors.New("unknown policy")
 
 func unknownPolicy(name string) error {
-	return fmt.Errorf("%w %q (known: limitscope, sdk-default, naive, nested)", errUnknownPolicy, name)
+	if _, ok, err := parseVariant(name); ok && err != nil {
+		return fmt.Errorf("%w: %w", errUnknownPolicy, err)
+	}
+	return fmt.Errorf("%w %q (known: limitscope, sdk-default, naive, nested, or limitscope:SETTING=VALUE...)", errUnknownPolicy, name)
 }

@@ -16,6 +16,9 @@ type decision struct {
 	header    http.Header // rate-limit headers and request id, on every answer
 	requestID string
 	idSeed    uint64 // for message/response ids
+	// Drawn from a learnt scenario's distributions (0: the fixed pace).
+	firstToken time.Duration
+	tps        float64
 }
 
 // limitView reads a provider's limits at one instant, with the refusals
@@ -117,6 +120,10 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 		s.hold(key, FaultRateLimit, "", retry, now)
 		return fail(FaultRateLimit, "", retry)
 	}
+	// Trace mode: the provider's next recorded outcome.
+	if step, ok := s.nextTrace(st); ok {
+		return s.replayStep(p, st, key, step, now, in, maxOut, outTokens, &d, fail)
+	}
 	// The scenario's schedule.
 	elapsed := now.Sub(s.started)
 	for i, r := range cfg.Faults {
@@ -132,6 +139,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 				s.hold(key, r.Kind, r.Code, retry, now)
 				return fail(r.Kind, r.Code, retry)
 			}
+			d.info.resetAt = s.windowReset(r, elapsed+st.phase[i])
 			return fail(r.Kind, r.Code, r.RetryAfter)
 		}
 	}
@@ -197,6 +205,7 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 
 	s.account(p, st, now, in, maxOut, outTokens)
 	p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
+	d.firstToken, d.tps = drawPace(s.rng, cfg)
 	return d
 }
 

@@ -224,7 +224,7 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 		return
 	}
 
-	pace := s.pacing(&cfg)
+	pace := s.pacingFor(&cfg, d)
 	ctx := r.Context()
 	switch {
 	case d.kind == FaultReset:

@@ -16,6 +16,7 @@ func FuzzParseScenario(f *testing.F) {
 	}
 	f.Add("[openai]\nwindow = 1s-2s overload p=50% every=3s\nramp = 1 1 1s\n")
 	f.Add("[*]\nfault = hang 1 code=stall retry_after=0\n")
+	f.Add("mode = trace\n[openai]\nfirst_token_dist = p5=1ms p50=2ms\ntokens_per_second_dist = p50=9\nestimated = rpm\ntrace = 0s ok ttft=1ms tps=2\ntrace = 1s spend_cap reset=1h code=x\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		_, err := parseScenario("f", strings.NewReader(text), "f.ini")
 		if err != nil && !strings.HasPrefix(err.Error(), "f.ini") {

@@ -68,6 +68,12 @@ type providerConfig struct {
 	ContextWindow   int64         // input tokens above this: context length exceeded
 	Faults          []faultRule
 	Models          []string // models added to the provider's catalogue (models = ...)
+	// Learnt from a history (learnt.go): distributions drawn per answer,
+	// and the limits that were estimated rather than read from headers.
+	FirstTokenDist *dist
+	TPSDist        *dist
+	Estimated      []string
+	Trace          []traceStep // trace.go: the recorded outcomes, in order
 }
 
 // scenario is a parsed scenario: a name, a description and a config per
@@ -76,6 +82,7 @@ type scenario struct {
 	Name        string
 	Description string
 	Primary     string // the provider failover-demo degrades by default
+	Mode        string // "" or "statistical"; "trace" replays each provider's trace (trace.go)
 	Providers   map[string]*providerConfig
 }
 
@@ -329,12 +336,18 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 					return nil, errf("primary: unknown provider %q", value)
 				}
 				s.Primary = value
+			case "mode":
+				m, err := parseMode(value)
+				if err != nil {
+					return nil, errf("%v", err)
+				}
+				s.Mode = m
 			default:
 				// Provider settings at top level are an error: say where they go.
 				if _, err := (&providerConfig{}).set(key, value, lineNo); err == nil {
 					return nil, errf("%q is a provider setting: put it under [*] or [provider]", key)
 				}
-				return nil, errf("unknown key %q (top level takes name, description, primary)", key)
+				return nil, errf("unknown key %q (top level takes name, description, primary, mode)", key)
 			}
 			continue
 		}
@@ -448,7 +461,7 @@ func (c *providerConfig) set(key, value string, line int) (known bool, err error
 		r.Line = line
 		c.Faults = append(c.Faults, r)
 	default:
-		return false, nil
+		return c.setLearnt(key, value)
 	}
 	return true, nil
 }

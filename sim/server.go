@@ -93,6 +93,7 @@ type provState struct {
 	degradedUntil                  time.Time
 	degradeID                      int                   // the Arm id of the degradation
 	phase                          map[int]time.Duration // seeded window offsets (phase=random rules), by rule index
+	traceNext                      int                   // trace mode: the next recorded outcome
 }
 
 // New builds a simulator. An unknown scenario or a bad scenario file is an
