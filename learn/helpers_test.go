@@ -268,6 +268,19 @@ func simHistory(t *testing.T, scenario, provider string, n int, step time.Durati
 	return out
 }
 
+// catalogueModel is the first model the simulator's catalogue lists for
+// provider: the simulator answers an unknown model not found.
+func catalogueModel(t *testing.T, provider string) string {
+	t.Helper()
+	for _, pm := range sim.Catalogue() {
+		if pm.Provider == provider && len(pm.Models) > 0 {
+			return pm.Models[0].ID
+		}
+	}
+	t.Fatalf("the simulator's catalogue has no %s model", provider)
+	return ""
+}
+
 // exchange sends one minimal request for provider to s, as its SDK would.
 func exchange(t *testing.T, s *sim.Server, provider string) (int, http.Header, []byte) {
 	t.Helper()
@@ -276,10 +289,11 @@ func exchange(t *testing.T, s *sim.Server, provider string) (int, http.Header, [
 	var body any
 	h := http.Header{}
 	msgs := []any{map[string]any{"role": "user", "content": "hello there"}}
+	model := catalogueModel(t, strings.TrimSuffix(provider, ":responses"))
 	switch provider {
 	case "anthropic":
 		url = sim.BaseURL(root, provider) + "/v1/messages"
-		body = map[string]any{"model": "m", "max_tokens": 64, "messages": msgs}
+		body = map[string]any{"model": model, "max_tokens": 64, "messages": msgs}
 		h.Set("x-api-key", sim.FakeKey)
 		h.Set("anthropic-version", "2023-06-01")
 	case "gemini":
@@ -289,11 +303,11 @@ func exchange(t *testing.T, s *sim.Server, provider string) (int, http.Header, [
 		h.Set("x-goog-api-key", sim.FakeKey)
 	case "openai:responses":
 		url = sim.BaseURL(root, provider) + "/responses"
-		body = map[string]any{"model": "m", "max_output_tokens": 64, "input": msgs}
+		body = map[string]any{"model": model, "max_output_tokens": 64, "input": msgs}
 		h.Set("Authorization", "Bearer "+sim.FakeKey)
 	default:
 		url = sim.BaseURL(root, provider) + "/chat/completions"
-		body = map[string]any{"model": "m", "max_tokens": 64, "messages": msgs}
+		body = map[string]any{"model": model, "max_tokens": 64, "messages": msgs}
 		h.Set("Authorization", "Bearer "+sim.FakeKey)
 	}
 	b, _ := json.Marshal(body)

@@ -158,6 +158,7 @@ func (l *Learner) observe(c *store.Call, a *retry.Attempt, last bool) (obs, bool
 		p = newProvider(section)
 		l.provs[section] = p
 	}
+	p.noteModel(a.Target.Model)
 	l.seq++
 	o := obs{t: a.StartedAt, seq: l.seq, prov: p, lim: snap(a.Limits), ttft: a.TTFT}
 	if a.RetryAfter != nil {

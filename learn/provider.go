@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -63,6 +64,19 @@ type provider struct {
 	trace        []traceRec // Learner.Trace: the outcomes in order
 	traceDropped int
 	codes        []string // the quota codes the trace names
+
+	models []string // the models the attempts named, first seen first (at most maxModels)
+}
+
+// maxModels caps the models one provider's section names.
+const maxModels = 64
+
+// noteModel keeps a model name an attempt used, once.
+func (p *provider) noteModel(m string) {
+	if m == "" || len(p.models) >= maxModels || slices.Contains(p.models, m) {
+		return
+	}
+	p.models = append(p.models, m)
 }
 
 func newProvider(name string) *provider {

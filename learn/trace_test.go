@@ -51,6 +51,9 @@ func TestTraceReplaysOutcomesInOrder(t *testing.T) {
 	}
 	text := b.String()
 	sec := section(text, "openai")
+	if got := sec["models"]; len(got) != 1 || got[0] != "m" {
+		t.Errorf("models lines %q, want the one model the history used, which the catalogue lacks (else the replay answers it not found)", got)
+	}
 	if len(sec["trace"]) != len(classes) || !strings.Contains(text, "mode = trace") {
 		t.Fatalf("%d trace lines, want %d, and mode = trace:\n%s", len(sec["trace"]), len(classes), text)
 	}

@@ -118,6 +118,16 @@ func (l *Learner) offset(t time.Time) time.Duration {
 func (l *Learner) writeProvider(b *bytes.Buffer, p *provider) {
 	fmt.Fprintf(b, "[%s]\n", p.name)
 	fmt.Fprintf(b, "# %d attempts, at most %d in a minute\n", p.attempts, p.peakRPM)
+	var models []string
+	for _, m := range p.models {
+		if sim.NeedsModelLine(p.name, m) {
+			models = append(models, m)
+		}
+	}
+	if len(models) > 0 {
+		// Without the line the simulator would answer these models not found.
+		fmt.Fprintf(b, "# the models this history used that the simulator's catalogue lacks\nmodels = %s\n", strings.Join(models, " "))
+	}
 	est := l.writeLimits(b, p)
 
 	// Quota stops first: a stop refuses every request until its reset.

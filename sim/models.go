@@ -139,6 +139,19 @@ func catalogueHas(provider, model string) bool {
 	return slices.ContainsFunc(catalogue[provider], func(m ModelInfo) bool { return m.ID == model })
 }
 
+// NeedsModelLine reports whether a scenario file must name model under
+// [provider] (a `models` line) for the simulator to answer it: a
+// well-formed model name that the provider's built-in catalogue lacks and
+// no other provider's catalogue claims. The learner writes such lines for
+// the models a recorded history used.
+func NeedsModelLine(provider, model string) bool {
+	if !modelNameRE.MatchString(model) || catalogueHas(provider, model) {
+		return false
+	}
+	_, err := parseModels(provider, model)
+	return err == nil
+}
+
 // catalogueOwner is the provider whose built-in catalogue names model, or
 // "".
 func catalogueOwner(model string) string {
