@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/limitscope/limitscope/sim"
+)
+
+// TestSendPipedBrokenStreamPrintsOneAnswer: piped, a stream that breaks and
+// is retried leaves exactly the served answer on stdout, once, with no
+// fragment of the broken attempt; stderr says what broke.
+func TestSendPipedBrokenStreamPrintsOneAnswer(t *testing.T) {
+	clearEnv(t)
+	r, env := simEnv(t)
+	if err := r.Server.Inject(sim.Fault{Provider: "anthropic", Kind: sim.FaultMidStream, Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ta := newTestApp(env)
+	code := run(context.Background(), ta.app, []string{"send", "--no-history", "--model", "anthropic/claude-haiku-5-5", "hello"})
+	if code != 0 {
+		t.Fatalf("exit %d, want 0: %s", code, ta.errOut)
+	}
+	// The same prompt again with --json: the simulator's text is
+	// deterministic, so this is the answer the pipe must hold.
+	tj := newTestApp(env)
+	if c := run(context.Background(), tj.app, []string{"send", "--json", "--no-history", "--model", "anthropic/claude-haiku-5-5", "hello"}); c != 0 {
+		t.Fatalf("--json exit %d: %s", c, tj.errOut)
+	}
+	want := decodeSend(t, tj.out.Bytes()).Text + "\n"
+	if got := ta.out.String(); got != want {
+		t.Errorf("stdout holds more or less than the one answer:\n got %q\nwant %q", got, want)
+	}
+	if strings.Contains(ta.out.String(), abandonedMark) {
+		t.Error("the abandoned marker is on a pipe")
+	}
+	if n := strings.Count(ta.errOut.String(), "broke after"); n != 2 {
+		t.Errorf("stderr names %d broken streams, want 2:\n%s", n, ta.errOut)
+	}
+}
+
+// TestSendPipedGaveUpPrintsNothing: piped, a call that gives up after broken
+// streams prints nothing on stdout, a clear failure on stderr and exits
+// non-zero.
+func TestSendPipedGaveUpPrintsNothing(t *testing.T) {
+	clearEnv(t)
+	r, env := simEnv(t)
+	if err := r.Server.Inject(sim.Fault{Provider: "anthropic", Kind: sim.FaultMidStream, Count: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ta := newTestApp(env)
+	code := run(context.Background(), ta.app, []string{"send", "--no-history", "--max-attempts", "3", "--model", "anthropic/claude-haiku-5-5", "hello"})
+	if code == 0 {
+		t.Fatalf("exit 0 after giving up: %s", ta.errOut)
+	}
+	if ta.out.Len() != 0 {
+		t.Errorf("stdout holds %q, want nothing", ta.out)
+	}
+	if !strings.Contains(ta.errOut.String(), "gave_up after 3 attempts") {
+		t.Errorf("stderr does not say the call gave up:\n%s", ta.errOut)
+	}
+}
+
+// TestSendTerminalMarksAbandonedPartials: on a terminal the partials stream,
+// and each abandoned one is marked before the retry's answer.
+func TestSendTerminalMarksAbandonedPartials(t *testing.T) {
+	clearEnv(t)
+	r, env := simEnv(t)
+	if err := r.Server.Inject(sim.Fault{Provider: "anthropic", Kind: sim.FaultMidStream, Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ta := newTestApp(env)
+	ta.stdoutTTY = true
+	code := run(context.Background(), ta.app, []string{"send", "--no-history", "--model", "anthropic/claude-haiku-5-5", "hello"})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(ta.out.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want two marked partials and the answer, got %q", ta.out)
+	}
+	for _, l := range lines[:2] {
+		if !strings.HasSuffix(l, abandonedMark) {
+			t.Errorf("partial %q is not marked %q", l, abandonedMark)
+		}
+	}
+	if strings.Contains(lines[2], abandonedMark) {
+		t.Errorf("the answer is marked abandoned: %q", lines[2])
+	}
+}
+
+// TestSendSaysItFailedOver: send says on stderr that it failed over, from
+// whom to whom and why; --json carries the call id that history show opens
+// and each attempt's request id.
+func TestSendSaysItFailedOver(t *testing.T) {
+	clearEnv(t)
+	r, env := simEnv(t)
+	if err := r.Server.Inject(sim.Fault{Provider: "openai", Kind: sim.FaultContextLength}); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "h.db")
+	ta := newTestApp(env)
+	code := run(context.Background(), ta.app, []string{"send", "--db", db, "--model", "openai/gpt-5.4-mini", "--fallback", "anthropic/claude-haiku-5-5", "hi"})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.errOut)
+	}
+	if !strings.Contains(ta.errOut.String(), "failing over from openai/gpt-5.4-mini to anthropic/claude-haiku-5-5") ||
+		!strings.Contains(ta.errOut.String(), "context_length") {
+		t.Errorf("stderr does not say that and why it failed over:\n%s", ta.errOut)
+	}
+
+	if err := r.Server.Inject(sim.Fault{Provider: "openai", Kind: sim.FaultContextLength}); err != nil {
+		t.Fatal(err)
+	}
+	tj := newTestApp(env)
+	if c := run(context.Background(), tj.app, []string{"send", "--db", db, "--json", "--model", "openai/gpt-5.4-mini", "--fallback", "anthropic/claude-haiku-5-5", "hi"}); c != 0 {
+		t.Fatalf("exit %d: %s", c, tj.errOut)
+	}
+	d := decodeSend(t, tj.out.Bytes())
+	if d.CallID == "" {
+		t.Fatal("no call_id in send --json")
+	}
+	if len(d.Attempts) != 2 || d.Attempts[0].RequestID == "" || d.Attempts[1].RequestID == "" {
+		t.Errorf("want two attempts each with its request id: %+v", d.Attempts)
+	}
+	ts := newTestApp(env)
+	if c := run(context.Background(), ts.app, []string{"history", "show", "--db", db, "--json", d.CallID}); c != 0 {
+		t.Fatalf("history show %s: exit %d: %s", d.CallID, c, ts.errOut)
+	}
+	if !strings.Contains(ts.out.String(), d.CallID) || !strings.Contains(ts.out.String(), d.Attempts[1].RequestID) {
+		t.Errorf("history show %s opened another call:\n%s", d.CallID, ts.out)
+	}
+}
