@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestSendPipedBrokenStreamPrintsOneAnswer: piped, a stream that breaks and
@@ -131,5 +133,23 @@ func TestSendSaysItFailedOver(t *testing.T) {
 	}
 	if !strings.Contains(ts.out.String(), d.CallID) || !strings.Contains(ts.out.String(), d.Attempts[1].RequestID) {
 		t.Errorf("history show %s opened another call:\n%s", d.CallID, ts.out)
+	}
+}
+
+// TestSendCancelIsNotABrokenStream: ctrl+c during a stream is told as a
+// cancel on stderr, and the partial is marked abandoned on a terminal.
+func TestSendCancelIsNotABrokenStream(t *testing.T) {
+	ta := newTestApp(nil)
+	p := &sendPrinter{a: ta.app, stream: true}
+	tg := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	p.event(retry.Event{Kind: retry.EventCallStart, Chain: []stream.Target{tg}})
+	p.event(retry.Event{Kind: retry.EventText, Text: "Half an ans"})
+	p.event(retry.Event{Kind: retry.EventAttemptEnd, Attempt: &retry.Attempt{N: 1, Target: tg, Status: 200,
+		Class: stream.ClassCancelled, MidStream: true, PartialText: "Half an ans", Decision: retry.DecideCancel}})
+	if s := ta.errOut.String(); strings.Contains(s, "broke") || !strings.Contains(s, "cancelled after 11 characters") {
+		t.Errorf("stderr %q, want a cancel, not a break", s)
+	}
+	if got := ta.out.String(); got != "Half an ans"+abandonedMark+"\n" {
+		t.Errorf("stdout %q, want the partial marked abandoned", got)
 	}
 }

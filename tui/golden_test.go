@@ -42,6 +42,15 @@ var screens = []struct {
 		h.press("enter")
 		h.idle()
 	}},
+	{"cancelled_mid_stream", simOpts, func(h *harness) {
+		h.typeText("Summarize the incident in two lines.")
+		h.press("enter")
+		h.until("streaming", func() bool { return strings.Contains(h.screen(), "Half an ans") })
+		h.press("esc")
+		h.idle()
+		h.press("t") // esc left the input: t is the timeline
+		h.press("t")
+	}},
 	{"history", func() Options { o := simOpts(); o.History = goldenHistory(); return o }, func(h *harness) {
 		h.press("tab")
 		h.press("h")
@@ -75,6 +84,8 @@ func scriptFor(name string) []script {
 		return []script{failoverScript}
 	case "quota_stop":
 		return []script{quotaScript}
+	case "cancelled_mid_stream":
+		return []script{cancelMidStream}
 	}
 	return nil
 }

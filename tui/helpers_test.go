@@ -521,3 +521,17 @@ func streamUntilCancel(ctx context.Context, e *emitter) retry.Result {
 	e.finish(a)
 	return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
 }
+
+// cancelMidStream streams a little after HTTP 200, then blocks until
+// cancelled: the attempt ends cancelled mid-stream, as the engine reports a
+// cancel that came after the first bytes.
+func cancelMidStream(ctx context.Context, e *emitter) retry.Result {
+	a := e.start(openai)
+	e.say("Half an ans")
+	<-ctx.Done()
+	e.clock.Advance(800 * time.Millisecond)
+	a.Status, a.Class, a.MidStream, a.Decision, a.RequestID = 200, stream.ClassCancelled, true, retry.DecideCancel, "req_cx1"
+	a.Message = "cancelled"
+	e.finish(a)
+	return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
+}
