@@ -153,3 +153,19 @@ func TestSendCancelIsNotABrokenStream(t *testing.T) {
 		t.Errorf("stdout %q, want the partial marked abandoned", got)
 	}
 }
+
+// TestPipedSaysWhatTheTerminalSays: piped, cooldowns with none says so, and
+// info keeps the terminal's notes (where the history path came from).
+func TestPipedSaysWhatTheTerminalSays(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"LIMITSCOPE_DB": filepath.Join(dir, "h.db"), "XDG_STATE_HOME": dir, "XDG_CONFIG_HOME": dir, "LIMITSCOPE_REDIS_URL": ""}
+	for _, tty := range []bool{true, false} {
+		if code, out, errOut := histRun(t, env, tty, runCooldowns); code != 0 || strings.TrimSpace(out) != "no cooldowns" {
+			t.Errorf("cooldowns (terminal %v): exit %d, %q %q; want \"no cooldowns\"", tty, code, out, errOut)
+		}
+	}
+	_, out, _ := histRun(t, env, false, runInfo)
+	if !strings.Contains(out, "(LIMITSCOPE_DB), not created yet") || !strings.Contains(out, "state\tlocal\t(this process's own") {
+		t.Errorf("info piped drops the terminal's notes:\n%s", out)
+	}
+}
