@@ -32,3 +32,38 @@ func TestE2ECancelIsXAndLeavesTheInput(t *testing.T) {
 		t.Errorf("the letter after the cancel went into the prompt:\n%s", s)
 	}
 }
+
+// TestE2EClearedStopIsCleared: the demo's spend cap stops the primary; x on
+// the STOPPED target clears the stop and the fault still armed, so the next
+// prompt is answered by the primary instead of meeting the stop again.
+func TestE2EClearedStopIsCleared(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eEnv(t, t.TempDir()), "--model", "openai/gpt-5.4-mini")
+	e.waitText("SIMULATED", "READY", "Type a prompt")
+	before := e.screen()
+	e.send("\t")
+	e.waitScreen("the input left", func(s string) bool { return s != before })
+	e.send("d")
+	e.waitText("spend_cap")
+	e.send("3")
+	e.waitText("Injected spend_cap")
+	e.send("i")
+	e.send("first")
+	e.waitText("> first")
+	e.send("\r")
+	e.waitText("STOPPED")
+	e.send("\x1b") // leave the input (alone: esc and a key at once read as alt+key)
+	e.waitText("i type a prompt")
+	e.send("\t")
+	e.send("\t") // the targets pane; its cursor is on the primary
+	e.send("x")
+	e.waitText("Cleared the simulated stop", "armed on openai")
+	e.send("i")
+	e.send("second")
+	e.waitText("> second")
+	e.send("\r")
+	s := e.waitText("served by")
+	if strings.Contains(s, "STOPPED") {
+		t.Errorf("the primary is STOPPED again after x:\n%s", s)
+	}
+}
