@@ -178,7 +178,16 @@ func historyList(ctx context.Context, a *app, args []string) int {
 			rows[len(rows)-1] = append(rows[len(rows)-1], cell{mode, o.dim})
 		}
 	}
-	o.table(header, rows)
+	// On a narrow terminal: targets and classes are clipped, then the
+	// wait, the mode, the client, the route and the start give way.
+	fit := []colFit{{}, {drop: 5}, {min: 16}, {min: 16}, {}, {}, {drop: 1}, {}, {min: 10}}
+	if origin {
+		fit = append(fit, colFit{min: 8, drop: 4}, colFit{min: 8, drop: 2})
+	}
+	if anySim {
+		fit = append(fit, colFit{drop: 3})
+	}
+	o.fitTable(header, rows, fit)
 	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
 		// Plain: stderr may be redirected while stdout is a terminal.
 		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
@@ -531,7 +540,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		}
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	}
-	header := []string{"MODE", "PROVIDER", "CALLS", "RETRIED", "RETRIES/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
+	header := []string{"MODE", "PROVIDER", "CALLS", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
 	if !o.tty {
 		header = []string{"MODE", "PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
 	}
@@ -542,19 +551,25 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 			continue // a mode with no calls is left out unless asked for
 		}
 		total += ms.Total.Calls
+		modeLabel := ms.Mode
+		if o.tty && modeLabel == store.ModeSimulated {
+			modeLabel = "sim" // as history list says it
+		}
 		for _, s := range append(ms.Providers, ms.Total) {
 			name, color := s.Provider, (*lipgloss.Style)(nil)
 			if name == "" {
 				name, color = "all", o.bold
 			}
 			rows = append(rows, []cell{
-				{ms.Mode, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
+				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
 				{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
 				{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil}, {strconv.Itoa(s.Interrupted), nil},
 			})
 		}
 	}
-	o.table(header, rows)
+	// On a narrow terminal the interrupted calls, then the quota stops,
+	// give way (history list and show still have them).
+	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {}, {drop: 3}, {}, {}, {}, {drop: 2}, {drop: 1}})
 	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
