@@ -153,6 +153,10 @@ type Model struct {
 	footerLine string
 	inputKey   string
 	inputLine  string
+	inputGen   int    // counts the prompt input's changes: its view's cache key
+	typed      []rune // printable keys gathered for a long prompt (typed.go)
+	typedN     int    // keys gathered so far
+	typedWait  bool   // the frame timer of the gathered keys is set
 
 	// after schedules a message (tea.Tick); model tests replace it.
 	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
@@ -246,6 +250,15 @@ func (m *Model) refreshControl() {
 // Update applies one message. It does no I/O: side effects are commands.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if m.gathers(msg) {
+			return m, m.gather(msg)
+		}
+	case typedMsg:
+		return m, m.typedDue(msg)
+	}
+	m.flushTyped() // the keys gathered come before anything else
+	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(1, m.width-6))
@@ -333,6 +346,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.PasteMsg:
+		m.inputGen++
 		if m.focus == focusInput && m.mode == modeMain {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
@@ -341,6 +355,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		m.now = m.opts.Now()
+		m.inputGen++ // a key may edit the prompt
 		return m, m.key(msg)
 	}
 	return m, nil
