@@ -53,7 +53,8 @@ func (m *Model) applyEvent(ev retry.Event) {
 		}
 	case retry.EventText:
 		if b := t.current; b != nil && b.text == "" && !b.thinkingAt.IsZero() {
-			b.header += " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt)) // the header shows with the text
+			b.thought = " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt))
+			b.header += b.thought // the header shows with the text
 		}
 		if t.current == nil {
 			b := &block{kind: blockText, dirty: true}
@@ -212,7 +213,7 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		}
 		for i := len(t.blocks) - 1; i >= 0; i-- {
 			if b := t.blocks[i]; b.kind == blockText && !b.broken {
-				b.header, b.badgeOK, b.fallback, b.dirty = badge, true, fallback, true
+				b.header, b.badgeOK, b.fallback, b.dirty = badge+b.thought, true, fallback, true
 				break
 			}
 		}
