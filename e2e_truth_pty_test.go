@@ -67,3 +67,29 @@ func TestE2EClearedStopIsCleared(t *testing.T) {
 		t.Errorf("the primary is STOPPED again after x:\n%s", s)
 	}
 }
+
+// TestE2EDailyStopSaysWhenItEnds: the demo's per-day quota on Gemini stops
+// it with a known reset: the console says when it ends and counts down,
+// never that a person must act, and the spent window has a gauge.
+func TestE2EDailyStopSaysWhenItEnds(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eEnv(t, t.TempDir()), "--model", "gemini/gemini-3.8-flash")
+	e.waitText("SIMULATED", "READY", "Type a prompt")
+	before := e.screen()
+	e.send("\t")
+	e.waitScreen("the input left", func(s string) bool { return s != before })
+	e.send("d")
+	e.waitText("daily_quota")
+	e.send("6")
+	e.waitText("Injected daily_quota")
+	e.send("i")
+	e.send("hello")
+	e.waitText("> hello")
+	e.send("\r")
+	s := e.waitText("STOPPED", "quota ░░░░░░░░ 0 left", "resets")
+	for _, bad := range []string{"a person must act", "needs a person"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("a per-day stop with a known reset says %q:\n%s", bad, s)
+		}
+	}
+}

@@ -236,6 +236,10 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 				s = "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
 			}
 			t.note(noteError, s)
+		} else if cd := res.Cooldown; cd != nil && !cd.Until.IsZero() {
+			// The time, not a countdown: the transcript does not move (the
+			// targets pane counts down).
+			t.note(noteError, "The call stopped: the quota resets at "+cd.Until.Local().Format("15:04")+"; the targets pane counts down. No retry, no failover.")
 		} else {
 			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // screens are the key screens, each reached from a fresh harness.
@@ -38,6 +39,16 @@ var screens = []struct {
 		h.tick(8 * time.Second)
 	}},
 	{"quota_stop", simOpts, func(h *harness) {
+		h.typeText("Summarize the incident in two lines.")
+		h.press("enter")
+		h.idle()
+	}},
+	{"daily_quota_stop", func() Options {
+		o := simOpts()
+		o.Chain = []stream.Target{gemini, anthropic}
+		o.Targets = []TargetInfo{{Target: gemini, Available: true}, {Target: anthropic, Available: true}, {Target: openai, Available: true}}
+		return o
+	}, func(h *harness) {
 		h.typeText("Summarize the incident in two lines.")
 		h.press("enter")
 		h.idle()
@@ -86,6 +97,8 @@ func scriptFor(name string) []script {
 		return []script{quotaScript}
 	case "cancelled_mid_stream":
 		return []script{cancelMidStream}
+	case "daily_quota_stop":
+		return []script{dailyQuotaScript}
 	}
 	return nil
 }

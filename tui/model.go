@@ -804,6 +804,10 @@ func errSentence(a *retry.Attempt) string {
 	case stream.ClassOverload:
 		return who + " is overloaded"
 	case stream.ClassQuota:
+		if cd := a.Cooldown; cd != nil && !cd.Until.IsZero() {
+			// A quota with a known reset ends by itself: no person needed.
+			return who + "'s quota is spent until it resets at " + cd.Until.Local().Format("15:04")
+		}
 		return who + "'s quota is spent: a person must act"
 	case stream.ClassCaller:
 		return who + " rejected the request"
