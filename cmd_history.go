@@ -664,6 +664,37 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 			})
 		}
 	}
+	if f.Limit > 0 {
+		// --limit N takes the newest N, as list does, written oldest first.
+		modes, err := sessionModes(ctx, rd)
+		if err != nil {
+			return histFail(a, err)
+		}
+		newest, err := listByMode(ctx, rd, f, hf.mode, modes)
+		if err != nil {
+			return histFail(a, err)
+		}
+		keep := make(map[uint32]bool, len(newest))
+		for _, c := range newest {
+			keep[c.ID] = true
+		}
+		if len(newest) > 0 {
+			f.Since = newest[len(newest)-1].Started
+		}
+		f.Limit, f.BeforeID = 0, 0
+		inner := each
+		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
+			if len(keep) == 0 {
+				return nil
+			}
+			return inner(ctx, f, noText, func(c *store.Call) error {
+				if !keep[c.ID] {
+					return nil
+				}
+				return fn(c)
+			})
+		}
+	}
 	if *format == "jsonl" {
 		bw := bufio.NewWriterSize(a.stdout, 64<<10) // one write per 64 KiB, not per call
 		enc := json.NewEncoder(bw)

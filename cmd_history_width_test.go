@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,5 +38,43 @@ func TestHistoryTablesFitTheTerminal(t *testing.T) {
 	env := map[string]string{"LIMITSCOPE_DB": db, "COLUMNS": "80"}
 	if _, out, _ := histRun(t, env, false, runHistory, "list"); strings.Contains(out, "…") {
 		t.Errorf("piped list is clipped:\n%s", out)
+	}
+}
+
+// TestExportLimitTakesTheNewest: export --limit N takes the same end as list
+// --limit N, the newest N, and writes them oldest first.
+func TestExportLimitTakesTheNewest(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	seedHistory(t, db)
+	env := map[string]string{"LIMITSCOPE_DB": db}
+	_, out, _ := histRun(t, env, false, runHistory, "list", "--limit", "2")
+	var listed []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		listed = append(listed, strings.Split(l, "\t")[0])
+	}
+	for _, format := range []string{"jsonl", "csv"} {
+		code, out, errOut := histRun(t, env, false, runHistory, "export", "--format", format, "--limit", "2")
+		if code != 0 {
+			t.Fatalf("export: exit %d %s", code, errOut)
+		}
+		var ids []string
+		for i, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			switch {
+			case format == "csv" && i > 0:
+				ids = append(ids, strings.Split(l, ",")[0])
+			case format == "jsonl":
+				var j struct {
+					ID uint32 `json:"id"`
+				}
+				if err := json.Unmarshal([]byte(l), &j); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, strconv.Itoa(int(j.ID)))
+			}
+		}
+		ids = slices.Compact(ids)
+		if len(ids) != 2 || len(listed) != 2 || ids[0] != listed[1] || ids[1] != listed[0] {
+			t.Errorf("export --format %s --limit 2 wrote calls %v; list --limit 2 lists %v (newest first)", format, ids, listed)
+		}
 	}
 }

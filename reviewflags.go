@@ -110,7 +110,7 @@ func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
 		fs.StringVar(&hf.since, "since", "", "only calls started since an age (2h, 3d) or a date (2026-11-01)")
 		fs.StringVar(&hf.route, "route", "", "only proxied calls whose request named this model (an alias or provider/model)")
 		fs.StringVar(&hf.client, "client", "", "only proxied calls whose client (User-Agent) contains this, case-insensitive")
-		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls (0: all)")
+		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls, the newest (0: all)")
 	}
 }
 
