@@ -101,7 +101,8 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
-	f.Origin = true // proxied calls show their route and client
+	f.Origin = true   // proxied calls show their route and client
+	f.Attempts = true // the classes in the order they happened
 	rd := &store.Reader{Path: path}
 	modes, err := sessionModes(ctx, rd)
 	if err != nil {
@@ -154,10 +155,7 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		if !c.Ended.IsZero() {
 			latency = o.dur(c.Latency())
 		}
-		var classes []string
-		for _, cl := range c.Classes {
-			classes = append(classes, string(cl))
-		}
+		classes := classesInOrder(&c)
 		rows = append(rows, []cell{
 			{strconv.FormatUint(uint64(c.ID), 10), o.id}, {o.when(c.Started), o.dim}, {target, nil}, {served, nil},
 			{string(c.Outcome), o.outcome(c.Outcome)}, {strconv.Itoa(c.Attempts), nil}, {o.dur(c.Waited), nil},
@@ -193,6 +191,32 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
 	}
 	return exitOK
+}
+
+// classesInOrder is a call's attempts' classes in the order they happened,
+// a run of one class said once with its count ("overload×2"); from the
+// summary's set when the attempts are not at hand (an old record).
+func classesInOrder(c *store.Call) []string {
+	var out []string
+	if len(c.AttemptsList) == 0 {
+		for _, cl := range c.Classes {
+			out = append(out, string(cl))
+		}
+		return out
+	}
+	for i := 0; i < len(c.AttemptsList); {
+		j := i
+		for j < len(c.AttemptsList) && c.AttemptsList[j].Class == c.AttemptsList[i].Class {
+			j++
+		}
+		s := string(c.AttemptsList[i].Class)
+		if j-i > 1 {
+			s += "×" + strconv.Itoa(j-i)
+		}
+		out = append(out, s)
+		i = j
+	}
+	return out
 }
 
 // sessionModes maps each session id to its mode (real or simulated).

@@ -78,3 +78,19 @@ func TestExportLimitTakesTheNewest(t *testing.T) {
 		}
 	}
 }
+
+// TestListClassesInTimeOrder: the CLASSES column says what the attempts met
+// in the order they met it.
+func TestListClassesInTimeOrder(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	seedHistory(t, db)
+	_, out, _ := histRun(t, map[string]string{"LIMITSCOPE_DB": db}, false, runHistory, "list")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Split(l, "\t"); len(f) > 8 && f[0] == "2" && f[8] != "overload,connection,ok" {
+			t.Errorf("call 2's classes %q, want overload,connection,ok (its attempts' order)", f[8])
+		}
+	}
+	if !strings.Contains(out, "overload,connection,ok") {
+		t.Errorf("no call lists its classes in time order:\n%s", out)
+	}
+}

@@ -60,6 +60,10 @@ type Filter struct {
 	// Origin fills each listed Call's Route and Client (List only; Show and
 	// Each always do). It reads each listed call in full.
 	Origin bool
+	// Attempts fills each listed Call's AttemptsList, in order, without
+	// their partial texts (List only; Show and Each always do): a list
+	// that shows what happened in time order reads it.
+	Attempts bool
 	// Mode keeps the calls of sessions of this mode: ModeReal or
 	// ModeSimulated (List, Stats and Each). Calls recorded before calls
 	// carried their mode are matched through their session.
@@ -191,6 +195,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 		c := calls.Cursor()
 		text := tx.Bucket(bText)
 		var md modes
+		var ac *bolt.Cursor // the attempts, with f.Attempts
 		var k, v []byte
 		if f.BeforeID != 0 {
 			key, err := lookupKey(tx, f.BeforeID)
@@ -249,6 +254,14 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 				}
 				if f.PromptHead > 0 {
 					call.Prompt = head([]byte(prompt), f.PromptHead)
+				}
+			}
+			if f.Attempts {
+				if ac == nil {
+					ac = attemptsCursor(tx)
+				}
+				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
+					return err
 				}
 			}
 			out = append(out, *call)
