@@ -564,9 +564,11 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		}
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	}
-	header := []string{"MODE", "PROVIDER", "CALLS", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
+	// A provider counts two ways, both named: the calls whose chain began
+	// with it (the figures to the right are theirs), and the calls it served.
+	header := []string{"MODE", "PROVIDER", "PRIMARY", "SERVED", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
 	if !o.tty {
-		header = []string{"MODE", "PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
+		header = []string{"MODE", "PROVIDER", "PRIMARY_CALLS", "SERVED_CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
 	}
 	var rows [][]cell
 	total := 0
@@ -585,7 +587,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 				name, color = "all", o.bold
 			}
 			rows = append(rows, []cell{
-				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
+				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {strconv.Itoa(s.Served), nil}, {pct(s.RetriedShare), nil},
 				{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
 				{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil}, {strconv.Itoa(s.Interrupted), nil},
 			})
@@ -593,7 +595,11 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	}
 	// On a narrow terminal the interrupted calls, then the quota stops,
 	// give way (history list and show still have them).
-	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {}, {drop: 3}, {}, {}, {}, {drop: 2}, {drop: 1}})
+	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {}, {}, {drop: 2}, {}, {}, {}, {drop: 3}, {drop: 1}})
+	if o.tty && total > 0 {
+		fmt.Fprintln(a.stdout, o.paint(o.dim, "PRIMARY: calls whose chain began with it (the figures to the right are theirs)"))
+		fmt.Fprintln(a.stdout, o.paint(o.dim, "SERVED: calls it answered, as primary or as a fallback"))
+	}
 	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}

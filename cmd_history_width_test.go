@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/store"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestHistoryTablesFitTheTerminal: on an 80- or 120-column terminal, every
@@ -92,5 +98,68 @@ func TestListClassesInTimeOrder(t *testing.T) {
 	}
 	if !strings.Contains(out, "overload,connection,ok") {
 		t.Errorf("no call lists its classes in time order:\n%s", out)
+	}
+}
+
+// TestProviderMeansTried: --provider keeps the calls that sent it a request;
+// --in-chain also those where it was an unused fallback; stats names both
+// counts (primary and served).
+func TestProviderMeansTried(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	oa := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	an := stream.Target{Provider: "anthropic", Model: "claude-haiku-4-5"}
+	rec := store.NewRecorder(db, store.SessionInfo{Version: "test", Mode: store.ModeSimulated, Command: "send"}, store.Options{Retention: -1})
+	start := histT0
+	record := func(id string, chain []stream.Target, atts ...retry.Attempt) {
+		call := retry.Call{ID: id, Chain: chain, Prompt: "p", Policy: retry.DefaultPolicy()}
+		sink := rec.Sink(call, nil)
+		sink(retry.Event{Kind: retry.EventCallStart, CallID: id, Time: start, Chain: chain})
+		for i := range atts {
+			atts[i].StartedAt = start
+			sink(retry.Event{Kind: retry.EventAttemptEnd, CallID: id, Time: start, Attempt: &atts[i]})
+		}
+		served := atts[len(atts)-1].Target
+		sink(retry.Event{Kind: retry.EventCallEnd, CallID: id, Time: start.Add(time.Second), Result: &retry.Result{CallID: id,
+			Outcome: retry.OutcomeOK, Attempts: atts, ServedBy: &served, Started: start, Ended: start.Add(time.Second), Text: "t"}})
+		start = start.Add(time.Minute)
+	}
+	ok := func(tg stream.Target) retry.Attempt {
+		return retry.Attempt{N: 1, Target: tg, Status: 200, Class: stream.ClassOK, Decision: retry.DecideDone, Duration: time.Second}
+	}
+	record("unused-fallback", []stream.Target{oa, an}, ok(oa))
+	over := retry.Attempt{N: 1, Target: oa, Status: 529, Class: stream.ClassOverload, Decision: retry.DecideFailover, Duration: time.Second}
+	served := ok(an)
+	served.N = 2
+	record("failed-over", []stream.Target{oa, an}, over, served)
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LIMITSCOPE_DB": db}
+	count := func(args ...string) int {
+		code, out, errOut := histRun(t, env, false, runHistory, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errOut)
+		}
+		return strings.Count(strings.TrimSpace(out), "\n") // rows under the header
+	}
+	if n := count("list", "--provider", "anthropic"); n != 1 {
+		t.Errorf("list --provider anthropic: %d calls, want 1 (the one that sent it a request)", n)
+	}
+	if n := count("list", "--provider", "anthropic", "--in-chain"); n != 2 {
+		t.Errorf("list --provider anthropic --in-chain: %d calls, want 2", n)
+	}
+	if n := count("export", "--provider", "anthropic") + 1; n != 1 { // jsonl: a line a call, no header
+		t.Errorf("export --provider anthropic: %d lines, want 1", n)
+	}
+	_, out, _ := histRun(t, env, false, runHistory, "stats", "--provider", "anthropic")
+	if !strings.Contains(out, "all\t1\t1\t") {
+		t.Errorf("stats --provider anthropic: want 1 call (primary openai), served 1:\n%s", out)
+	}
+	_, out, _ = histRun(t, env, false, runHistory, "stats")
+	if !strings.Contains(out, "anthropic\t0\t1\t") || !strings.Contains(out, "openai\t2\t1\t") {
+		t.Errorf("stats does not name primary and served per provider:\n%s", out)
+	}
+	if code, _, errOut := histRun(t, env, false, runHistory, "list", "--provider", "antropic"); code != exitUsage || !strings.Contains(errOut, "unknown") {
+		t.Errorf("an unknown provider: exit %d %q, want a usage error naming it unknown", code, errOut)
 	}
 }

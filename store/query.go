@@ -39,7 +39,11 @@ func (r *Reader) view(fn func(tx *bolt.Tx) error) error {
 
 // Filter selects calls. Zero fields match everything.
 type Filter struct {
-	Provider string // any target of the chain
+	// Provider keeps the calls that tried it: an attempt went to it
+	// (List, Stats and Each read each call's attempts for that); with
+	// InChain, the calls with it anywhere in their chain, used or not.
+	Provider string
+	InChain  bool
 	Outcome  retry.Outcome
 	Class    stream.Class // any attempt of the call had it
 	Since    time.Time    // started at or after
@@ -163,19 +167,34 @@ func (f *Filter) match(c *Call) bool {
 	if f.Class != "" && classMask(c.Classes)&classBit(f.Class) == 0 {
 		return false
 	}
-	if f.Provider != "" {
-		ok := false
-		for _, t := range c.Chain {
-			if t.Provider == f.Provider {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if f.Provider != "" && !f.providerMatch(c) {
+		return false
 	}
 	return true
+}
+
+// byTried reports whether f matches a provider by the attempts: the calls
+// it selects need their attempts read first.
+func (f *Filter) byTried() bool { return f.Provider != "" && !f.InChain }
+
+// providerMatch reports whether c tried f.Provider (or, with f.InChain,
+// has it in its chain). A call whose attempts are not at hand (a record
+// from before they were kept apart) is matched by its chain.
+func (f *Filter) providerMatch(c *Call) bool {
+	if f.byTried() && (len(c.AttemptsList) > 0 || c.Attempts == 0) {
+		for _, a := range c.AttemptsList {
+			if a.Target.Provider == f.Provider {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range c.Chain {
+		if t.Provider == f.Provider {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNotFound is returned by Show for an unknown id.
@@ -226,6 +245,14 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			if err != nil {
 				return err
 			}
+			if f.Attempts || f.byTried() {
+				if ac == nil {
+					ac = attemptsCursor(tx)
+				}
+				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
+					return err
+				}
+			}
 			if !f.match(call) {
 				continue
 			}
@@ -256,13 +283,8 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 					call.Prompt = head([]byte(prompt), f.PromptHead)
 				}
 			}
-			if f.Attempts {
-				if ac == nil {
-					ac = attemptsCursor(tx)
-				}
-				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
-					return err
-				}
+			if !f.Attempts {
+				call.AttemptsList = nil // read only to match the provider
 			}
 			out = append(out, *call)
 			if f.Limit > 0 && len(out) >= f.Limit {
@@ -418,8 +440,12 @@ func readAttemptsAt(c *bolt.Cursor, key []byte, start time.Time, chain []stream.
 // ProviderStats are the numbers a team watches, for the calls whose primary
 // target is one provider (Provider "" is the total).
 type ProviderStats struct {
-	Provider       string        `json:"provider"`
+	Provider string `json:"provider"`
+	// Calls are the calls whose chain began with this provider (its
+	// primary); the figures below are theirs. Served are the calls it
+	// answered, as primary or as a fallback.
 	Calls          int           `json:"calls"`
+	Served         int           `json:"served"`
 	Running        int           `json:"running"`
 	Retried        int           `json:"retried"`       // calls that needed more than one request
 	RetriedShare   float64       `json:"retried_share"` // Retried / Calls
@@ -606,6 +632,7 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 			k, v := resumeAt(c, from, first)
 			md.bySession = nil // a new transaction: sessions may have changed
 			var s callStat
+			var ac *bolt.Cursor // the attempts, to match a provider tried
 			for ; k != nil; k, v = c.Next() {
 				if n >= chunk {
 					last = slices.Clone(k[:keyLen:keyLen])
@@ -623,8 +650,23 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 				if pclass != 0 && s.classes&pclass == 0 {
 					continue
 				}
-				if f.Provider != "" && string(s.provider) != f.Provider {
-					continue
+				if f.Provider != "" {
+					// Only when asked: the call in full, with its attempts.
+					call, err := decodeCall(k, v, false)
+					if err != nil {
+						return err
+					}
+					if f.byTried() {
+						if ac == nil {
+							ac = attemptsCursor(tx)
+						}
+						if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
+							return err
+						}
+					}
+					if !f.providerMatch(call) {
+						continue
+					}
 				}
 				if f.Mode != "" && md.of(tx, modeFromBits(s.classes), s.session) != f.Mode {
 					continue
@@ -645,6 +687,15 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 				}
 				acc.add(&s)
 				total.add(&s)
+				if s.served != nil {
+					sv := per[string(s.served)]
+					if sv == nil {
+						sv = &statAcc{ProviderStats: ProviderStats{Provider: string(s.served)}}
+						per[sv.Provider] = sv
+					}
+					sv.Served++
+					total.Served++
+				}
 			}
 			done = true
 			return nil
@@ -724,17 +775,17 @@ func (r *Reader) each(ctx context.Context, f Filter, noText, reuse bool, fn func
 				if err != nil {
 					return err
 				}
-				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
-					continue
-				}
-				if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
-					continue
-				}
 				if reuse {
 					clear(atts[:cap(atts)]) // keep no earlier call's text alive
 				}
 				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, atts[:0]); err != nil {
 					return err
+				}
+				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
+					continue
+				}
+				if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
+					continue
 				}
 				if reuse && cap(call.AttemptsList) > cap(atts) {
 					atts = call.AttemptsList
