@@ -80,8 +80,8 @@ func simOpts() Options {
 func goldenHistory() *fakeHistory {
 	return &fakeHistory{calls: []CallSummary{
 		{ID: "140200-1", Time: t0, PromptHead: "Summarize the incident in two lines.", Outcome: retry.OutcomeOK, ServedBy: "anthropic/claude-haiku-5-5", Attempts: 2, Duration: 2100 * time.Millisecond},
-		{ID: "140130-2", Time: t0.Add(-30 * time.Second), PromptHead: "What is our p95?", Outcome: retry.OutcomeStopped, Attempts: 1, Duration: 310 * time.Millisecond},
-		{ID: "140101-3", Time: t0.Add(-59 * time.Second), PromptHead: "Write a haiku about rate limits.", Outcome: retry.OutcomeCancelled, Attempts: 3, Duration: 24 * time.Second},
+		{ID: "140130-2", Time: t0.Add(-30 * time.Second), PromptHead: "What is our p95?", Outcome: retry.OutcomeStopped, Target: "openai/gpt-5.4-mini", Attempts: 1, Duration: 310 * time.Millisecond},
+		{ID: "140101-3", Time: t0.Add(-59 * time.Second), PromptHead: "Write a haiku about rate limits.", Outcome: retry.OutcomeCancelled, Target: "openai/gpt-5.4-mini", Attempts: 3, Duration: 24 * time.Second},
 	}}
 }
 
