@@ -50,7 +50,7 @@ type Filter struct {
 	BeforeID uint32       // paging: only calls older than this id's call
 	Limit    int          // at most this many (0: no limit)
 	// Text keeps calls whose prompt head, targets or outcome contain it
-	// (case-insensitive); List only.
+	// (case-insensitive; the targets tried, not unused fallbacks); List only.
 	Text string
 	// PromptHead fills each listed Call's Prompt with the prompt's first
 	// PromptHead bytes (cut at a rune), for a list that shows it; List only.
@@ -135,8 +135,19 @@ func (f *Filter) textMatch(c *Call, prompt string) bool {
 	}
 	needle := strings.ToLower(f.Text)
 	hay := []string{prompt, string(c.Outcome)}
-	for _, t := range c.Chain {
-		hay = append(hay, t.String())
+	// The call's primary and the targets tried, not an unused fallback;
+	// the chain for a record whose attempts are not at hand.
+	if len(c.AttemptsList) > 0 || c.Attempts == 0 {
+		if len(c.Chain) > 0 {
+			hay = append(hay, c.Chain[0].String())
+		}
+		for _, a := range c.AttemptsList {
+			hay = append(hay, a.Target.String())
+		}
+	} else {
+		for _, t := range c.Chain {
+			hay = append(hay, t.String())
+		}
 	}
 	if c.ServedBy != nil {
 		hay = append(hay, c.ServedBy.String())
@@ -245,7 +256,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			if err != nil {
 				return err
 			}
-			if f.Attempts || f.byTried() {
+			if f.Attempts || f.byTried() || f.Text != "" {
 				if ac == nil {
 					ac = attemptsCursor(tx)
 				}
