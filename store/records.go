@@ -305,15 +305,6 @@ func (d *dec) servedBy(chain []stream.Target) stream.Target {
 	return t
 }
 
-func (d *dec) skipServedBy() {
-	if d.byte() == 255 {
-		d.skipStr()
-		d.skipStr()
-	} else if d.byte() == 1 {
-		d.skipStr()
-	}
-}
-
 // Policies are mostly the default: a kind byte says which.
 const (
 	policyZero    = 0
