@@ -230,9 +230,7 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 	}
 	o := newTextOut(a)
 	if len(rows) == 0 {
-		if o.tty {
-			fmt.Fprintln(a.stdout, "no cooldowns")
-		}
+		fmt.Fprintln(a.stdout, "no cooldowns") // piped too: nothing printed would say nothing
 		return exitOK
 	}
 	header := []string{"SCOPE", "STATE", "UNTIL", "TARGET", "CODE", "SINCE", "MESSAGE"}

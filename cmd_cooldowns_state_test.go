@@ -175,12 +175,12 @@ func TestInfoStateBackend(t *testing.T) {
 		return d, ta2.out.String()
 	}
 	d, text := info(map[string]string{"LIMITSCOPE_REDIS_URL": ""})
-	if d.State.Backend != "local" || d.State.URL != "" || !strings.Contains(text, "state\tlocal\n") {
+	if d.State.Backend != "local" || d.State.URL != "" || !strings.Contains(text, "state\tlocal\t") {
 		t.Errorf("no URL: %+v %q", d.State, text)
 	}
 	d, text = info(map[string]string{"LIMITSCOPE_REDIS_URL": withPw})
 	if d.State.Backend != "redis" || d.State.Source != "LIMITSCOPE_REDIS_URL" || d.State.URL != fleet.Redact(withPw) ||
-		d.State.Reachable == nil || !*d.State.Reachable || !strings.Contains(text, "state\t"+fleet.Redact(withPw)+"\n") {
+		d.State.Reachable == nil || !*d.State.Reachable || !strings.Contains(text, "state\t"+fleet.Redact(withPw)+"\t") || !strings.Contains(text, "; reachable)\n") {
 		t.Errorf("LIMITSCOPE_REDIS_URL: %+v %q", d.State, text)
 	}
 	d, _ = info(map[string]string{"LIMITSCOPE_REDIS_URL": withPw}, "--state", r.URL())

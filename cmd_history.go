@@ -105,7 +105,8 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return histFail(a, err)
 	}
-	f.Origin = true // proxied calls show their route and client
+	f.Origin = true   // proxied calls show their route and client
+	f.Attempts = true // the classes in the order they happened
 	rd := &store.Reader{Path: path}
 	modes, err := sessionModes(ctx, rd)
 	if err != nil {
@@ -158,10 +159,7 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		if !c.Ended.IsZero() {
 			latency = o.dur(c.Latency())
 		}
-		var classes []string
-		for _, cl := range c.Classes {
-			classes = append(classes, string(cl))
-		}
+		classes := classesInOrder(&c)
 		rows = append(rows, []cell{
 			{strconv.FormatUint(uint64(c.ID), 10), o.id}, {o.when(c.Started), o.dim}, {target, nil}, {served, nil},
 			{string(c.Outcome), o.outcome(c.Outcome)}, {strconv.Itoa(c.Attempts), nil}, {o.dur(c.Waited), nil},
@@ -182,12 +180,47 @@ func historyList(ctx context.Context, a *app, args []string) int {
 			rows[len(rows)-1] = append(rows[len(rows)-1], cell{mode, o.dim})
 		}
 	}
-	o.table(header, rows)
+	// On a narrow terminal: targets and classes are clipped, then the
+	// wait, the mode, the client, the route and the start give way.
+	fit := []colFit{{}, {drop: 5}, {min: 16}, {min: 16}, {}, {}, {drop: 1}, {}, {min: 10}}
+	if origin {
+		fit = append(fit, colFit{min: 8, drop: 4}, colFit{min: 8, drop: 2})
+	}
+	if anySim {
+		fit = append(fit, colFit{drop: 3})
+	}
+	o.fitTable(header, rows, fit)
 	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
 		// Plain: stderr may be redirected while stdout is a terminal.
 		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
 	}
 	return exitOK
+}
+
+// classesInOrder is a call's attempts' classes in the order they happened,
+// a run of one class said once with its count ("overload×2"); from the
+// summary's set when the attempts are not at hand (an old record).
+func classesInOrder(c *store.Call) []string {
+	var out []string
+	if len(c.AttemptsList) == 0 {
+		for _, cl := range c.Classes {
+			out = append(out, string(cl))
+		}
+		return out
+	}
+	for i := 0; i < len(c.AttemptsList); {
+		j := i
+		for j < len(c.AttemptsList) && c.AttemptsList[j].Class == c.AttemptsList[i].Class {
+			j++
+		}
+		s := string(c.AttemptsList[i].Class)
+		if j-i > 1 {
+			s += "×" + strconv.Itoa(j-i)
+		}
+		out = append(out, s)
+		i = j
+	}
+	return out
 }
 
 // sessionModes maps each session id to its mode (real or simulated).
@@ -535,9 +568,11 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		}
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	}
-	header := []string{"MODE", "PROVIDER", "CALLS", "RETRIED", "RETRIES/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
+	// A provider counts two ways, both named: the calls whose chain began
+	// with it (the figures to the right are theirs), and the calls it served.
+	header := []string{"MODE", "PROVIDER", "PRIMARY", "SERVED", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
 	if !o.tty {
-		header = []string{"MODE", "PROVIDER", "CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
+		header = []string{"MODE", "PROVIDER", "PRIMARY_CALLS", "SERVED_CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
 	}
 	var rows [][]cell
 	total := 0
@@ -546,19 +581,29 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 			continue // a mode with no calls is left out unless asked for
 		}
 		total += ms.Total.Calls
+		modeLabel := ms.Mode
+		if o.tty && modeLabel == store.ModeSimulated {
+			modeLabel = "sim" // as history list says it
+		}
 		for _, s := range append(ms.Providers, ms.Total) {
 			name, color := s.Provider, (*lipgloss.Style)(nil)
 			if name == "" {
 				name, color = "all", o.bold
 			}
 			rows = append(rows, []cell{
-				{ms.Mode, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {pct(s.RetriedShare), nil},
+				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {strconv.Itoa(s.Served), nil}, {pct(s.RetriedShare), nil},
 				{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
 				{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil}, {strconv.Itoa(s.Interrupted), nil},
 			})
 		}
 	}
-	o.table(header, rows)
+	// On a narrow terminal the interrupted calls, then the quota stops,
+	// give way (history list and show still have them).
+	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {}, {}, {drop: 2}, {}, {}, {}, {drop: 3}, {drop: 1}})
+	if o.tty && total > 0 {
+		fmt.Fprintln(a.stdout, o.paint(o.dim, "PRIMARY: calls whose chain began with it (the figures to the right are theirs)"))
+		fmt.Fprintln(a.stdout, o.paint(o.dim, "SERVED: calls it answered, as primary or as a fallback"))
+	}
 	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
@@ -647,6 +692,37 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
 			return rd.EachReused(ctx, f, noText, func(c *store.Call) error {
 				if modeOf(modes, c.Session) != hf.mode {
+					return nil
+				}
+				return fn(c)
+			})
+		}
+	}
+	if f.Limit > 0 {
+		// --limit N takes the newest N, as list does, written oldest first.
+		modes, err := sessionModes(ctx, rd)
+		if err != nil {
+			return histFail(a, err)
+		}
+		newest, err := listByMode(ctx, rd, f, hf.mode, modes)
+		if err != nil {
+			return histFail(a, err)
+		}
+		keep := make(map[uint32]bool, len(newest))
+		for _, c := range newest {
+			keep[c.ID] = true
+		}
+		if len(newest) > 0 {
+			f.Since = newest[len(newest)-1].Started
+		}
+		f.Limit, f.BeforeID = 0, 0
+		inner := each
+		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
+			if len(keep) == 0 {
+				return nil
+			}
+			return inner(ctx, f, noText, func(c *store.Call) error {
+				if !keep[c.ID] {
 					return nil
 				}
 				return fn(c)

@@ -116,8 +116,10 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 		}
 		return exitOK
 	}
+	// Piped, the same three columns: what the terminal says, the note
+	// included (whether the Redis answers, where a path came from).
 	for _, r := range rows {
-		fmt.Fprintf(a.stdout, "%s\t%s\n", r[0].text, r[1].text)
+		fmt.Fprintf(a.stdout, "%s\t%s\t%s\n", r[0].text, r[1].text, r[2].text)
 	}
 	return exitOK
 }

@@ -99,6 +99,9 @@ func runProbe(ctx context.Context, a *app, args []string) int {
 	if err := saveCard(cs.History.Path(), card); err != nil {
 		fmt.Fprintf(a.stderr, "limitscope probe: the card was not stored in the history: %v\n", err)
 	}
+	if card.QuotaStopped() {
+		fmt.Fprintf(a.stderr, "limitscope probe: the card was not stored in the history: %v\n", errStoppedCard)
+	}
 	if o.json {
 		return writeJSON(a, card)
 	}
@@ -108,9 +111,15 @@ func runProbe(ctx context.Context, a *app, args []string) int {
 	return exitOK
 }
 
-// saveCard stores card in the history at path ("" : not recorded).
+// errStoppedCard says why a probe that met a quota stop at once stores no
+// card: it measured nothing, and `history cards` would read its zeros as a
+// change of the account.
+var errStoppedCard = errors.New("the target met a quota stop at once, which says nothing of its limits")
+
+// saveCard stores card in the history at path ("" : not recorded); a card
+// that met a quota stop at once (probe.Card.QuotaStopped) is not stored.
 func saveCard(path string, card *probe.Card) error {
-	if path == "" {
+	if path == "" || card.QuotaStopped() {
 		return nil
 	}
 	b, err := json.Marshal(card)
@@ -134,6 +143,8 @@ func consoleProbe(a *app, cs *calls.Calls) (func(context.Context, stream.Target)
 		lines := card.Lines()
 		if err := saveCard(cs.History.Path(), card); err != nil {
 			lines = append(lines, "(not stored in the history: "+err.Error()+")")
+		} else if card.QuotaStopped() {
+			lines = append(lines, "(not stored in the history: "+errStoppedCard.Error()+")")
 		}
 		return lines, nil
 	}
@@ -199,6 +210,12 @@ func historyCards(_ context.Context, a *app, args []string) int {
 	prev := map[string]*probe.Card{}
 	for _, c := range cards {
 		line := c.At.In(time.Local).Format("2006-01-02 15:04") + "  " + c.Target + "  " + summary(c)
+		if c.QuotaStopped() {
+			// Stored by an older version: it measured nothing, so it is
+			// neither a change nor the card the next one is compared with.
+			fmt.Fprintln(a.stdout, sanitize.Text(line+"  [a quota stop: nothing measured]"))
+			continue
+		}
 		if p := prev[c.Target]; p != nil {
 			if ch := changes(p, c); ch != "" {
 				line += "  [since " + p.At.In(time.Local).Format("01-02 15:04") + ": " + ch + "]"

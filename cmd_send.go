@@ -103,7 +103,7 @@ func runSend(ctx context.Context, a *app, args []string) int {
 	}
 
 	call := retry.Call{Chain: chain, Prompt: prompt, MaxTokens: o.targets.MaxTokens, Policy: o.calls.Policy}
-	out := &sendPrinter{a: a, json: o.json}
+	out := &sendPrinter{a: a, json: o.json, stream: a.stdoutTTY}
 	res := cs.Run(ctx, call, out.event)
 	if o.json {
 		doc := newSendDoc(res, cs.Providers.Simulated)
@@ -122,12 +122,23 @@ func runSend(ctx context.Context, a *app, args []string) int {
 	return res.Outcome.ExitCode()
 }
 
-// sendPrinter streams an answer to stdout and notices to stderr.
+// abandonedMark ends, on a terminal, the partial answer of a stream that
+// broke or was cancelled: the text above it is not the answer.
+const abandonedMark = " ⟂ [abandoned]"
+
+// sendPrinter prints an answer to stdout and notices to stderr. On a
+// terminal the answer streams, and a partial answer that is abandoned (a
+// broken stream retried, a cancel) is marked with abandonedMark; to a pipe
+// or a file, stdout gets the served answer once, whole, or nothing.
 type sendPrinter struct {
 	a       *app
 	json    bool
+	stream  bool // stdout is a terminal: stream the text as it comes
 	printed bool // text of the current attempt was printed
 	text    sanitize.Filter
+
+	chain   []stream.Target // the call's chain, from its start
+	started time.Time       // the call's start
 }
 
 func (p *sendPrinter) event(ev retry.Event) {
@@ -135,7 +146,12 @@ func (p *sendPrinter) event(ev retry.Event) {
 		return
 	}
 	switch ev.Kind {
+	case retry.EventCallStart:
+		p.chain, p.started = ev.Chain, ev.Time
 	case retry.EventText:
+		if !p.stream {
+			return // printed whole at the end, only when it is the answer
+		}
 		// The answer is untrusted: no escape sequence reaches the terminal.
 		io.WriteString(p.a.stdout, p.text.Text(ev.Text))
 		p.printed = true
@@ -144,17 +160,31 @@ func (p *sendPrinter) event(ev retry.Event) {
 		if at == nil {
 			return
 		}
-		io.WriteString(p.a.stdout, p.text.Flush())
+		if p.stream {
+			io.WriteString(p.a.stdout, p.text.Flush())
+		}
 		if at.Class == stream.ClassOK {
 			return
 		}
 		if p.printed {
-			// The stream broke part-way: end the broken answer's line, and
-			// say so on stderr; a retry's answer starts on a new line.
-			fmt.Fprintln(p.a.stdout)
+			// The partial answer is abandoned: mark it and end its line;
+			// a retry's answer starts on a new line.
+			fmt.Fprintln(p.a.stdout, abandonedMark)
 			p.printed = false
-			fmt.Fprintf(p.a.stderr, "limitscope: the stream from %s broke after %d characters (%s); %s\n",
-				sanitize.Text(at.Target.String()), len(at.PartialText), sanitize.Text(describeError(at.Class, at.Status, at.Code)), at.Decision)
+		}
+		if at.PartialText != "" || at.MidStream {
+			if at.Class == stream.ClassCancelled {
+				fmt.Fprintf(p.a.stderr, "limitscope: the call to %s was cancelled after %d characters\n",
+					sanitize.Text(at.Target.String()), len(at.PartialText))
+			} else {
+				fmt.Fprintf(p.a.stderr, "limitscope: the stream from %s broke after %d characters (%s); %s\n",
+					sanitize.Text(at.Target.String()), len(at.PartialText), sanitize.Text(describeError(at.Class, at.Status, at.Code)), at.Decision)
+			}
+		}
+		if at.Decision == retry.DecideFailover {
+			fmt.Fprintf(p.a.stderr, "limitscope: failing over from %s%s at %s: it answered %s\n",
+				sanitize.Text(at.Target.String()), p.next(at.Target), roundDur(ev.Time.Sub(p.started)),
+				sanitize.Text(describeError(at.Class, at.Status, at.Code)))
 		}
 	case retry.EventWait:
 		w := ev.Wait
@@ -162,9 +192,32 @@ func (p *sendPrinter) event(ev retry.Event) {
 	}
 }
 
+// next is " to B" for the target after t in the call's chain, or "".
+func (p *sendPrinter) next(t stream.Target) string {
+	for i, c := range p.chain {
+		if c == t && i+1 < len(p.chain) {
+			return " to " + p.chain[i+1].String()
+		}
+	}
+	return ""
+}
+
 func (p *sendPrinter) finish(res retry.Result, provs *calls.Providers) {
-	if p.printed {
+	switch {
+	case p.printed && res.Outcome != retry.OutcomeOK:
+		fmt.Fprintln(p.a.stdout, abandonedMark)
+	case p.printed:
 		fmt.Fprintln(p.a.stdout)
+	case !p.stream && res.Outcome == retry.OutcomeOK:
+		// One complete answer, written once.
+		io.WriteString(p.a.stdout, sanitize.Text(res.Text)+"\n")
+	}
+	for _, m := range res.Moves {
+		if m.Attempt == 0 && m.Reason != "" {
+			// A move no attempt's end announced: a skip, said here.
+			fmt.Fprintf(p.a.stderr, "limitscope: failed over from %s to %s without a request: %s\n",
+				sanitize.Text(m.From.String()), sanitize.Text(m.To.String()), sanitize.Text(m.Reason))
+		}
 	}
 	var waited time.Duration
 	for _, at := range res.Attempts {

@@ -62,8 +62,7 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		return fail(fmt.Errorf("unknown command %q (see limitscope --help)", fs.Arg(0)))
 	}
 	if !a.stdinTTY || !a.stdoutTTY {
-		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see -h)")
-		usage(a.stderr)
+		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see limitscope -h)")
 		return exitUsage
 	}
 	if err := o.targets.Validate(); err != nil {

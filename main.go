@@ -31,9 +31,12 @@ type app struct {
 	stderr    io.Writer
 	getenv    func(string) string
 	stdoutTTY bool // stdout is a terminal
-	stdinTTY  bool // stdin is a terminal
-	now       func() time.Time
-	clock     retry.Clock // the engine's clock; nil: the wall clock (tests use a fake)
+	// stdoutCols is the terminal's width in columns (0: unknown or not a
+	// terminal; $COLUMNS is read then).
+	stdoutCols int
+	stdinTTY   bool // stdin is a terminal
+	now        func() time.Time
+	clock      retry.Clock // the engine's clock; nil: the wall clock (tests use a fake)
 }
 
 func main() {
@@ -46,6 +49,11 @@ func main() {
 		stdoutTTY: isTerminal(os.Stdout),
 		stdinTTY:  isTerminal(os.Stdin),
 		now:       time.Now,
+	}
+	if a.stdoutTTY {
+		if w, _, err := term.GetSize(os.Stdout.Fd()); err == nil {
+			a.stdoutCols = w
+		}
 	}
 	code := run(ctx, a, os.Args[1:])
 	stop()

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/limitscope/limitscope/probe"
+	"github.com/limitscope/limitscope/sim"
 	"github.com/limitscope/limitscope/stream"
 )
 
@@ -126,5 +129,40 @@ func TestBedrockThinkingRecorded(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("history show lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestProbeMeetingAQuotaStopStoresNoCard: a probe whose first request meets
+// a spend cap says that it measured nothing (no "all answered" beside a
+// zero), and stores no card that history cards would read as a change of
+// the account.
+func TestProbeMeetingAQuotaStopStoresNoCard(t *testing.T) {
+	clearEnv(t)
+	r, env := simEnv(t)
+	db := filepath.Join(t.TempDir(), "h.db")
+	ta := newTestApp(env)
+	if code := run(t.Context(), ta.app, []string{"probe", "--yes", "--db", db, "openai/gpt-5.4-mini"}); code != exitOK {
+		t.Fatalf("first probe: exit %d\n%s", code, ta.errOut)
+	}
+	if err := r.Server.Inject(sim.Fault{Provider: "openai", Kind: sim.FaultSpendCap, For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ta = newTestApp(env)
+	if code := run(t.Context(), ta.app, []string{"probe", "--yes", "--db", db, "openai/gpt-5.4-mini"}); code != exitOK {
+		t.Fatalf("stopped probe: exit %d\n%s", code, ta.errOut)
+	}
+	out := ta.out.String()
+	if strings.Contains(out, "all answered") || !strings.Contains(out, "not measured: the first request met a quota stop") {
+		t.Errorf("the stopped probe's card claims a measurement:\n%s", out)
+	}
+	if !strings.Contains(ta.errOut.String(), "not stored in the history") {
+		t.Errorf("stderr does not say the card was not stored:\n%s", ta.errOut)
+	}
+	ta = newTestApp(env)
+	if code := run(t.Context(), ta.app, []string{"history", "cards", "--db", db}); code != exitOK {
+		t.Fatal(ta.errOut.String())
+	}
+	if n := strings.Count(strings.TrimSpace(ta.out.String()), "\n") + 1; n != 1 {
+		t.Errorf("history cards holds the stopped probe's card:\n%s", ta.out)
 	}
 }

@@ -90,6 +90,7 @@ type historyFlags struct {
 	db       string
 	asJSON   bool
 	provider string
+	inChain  bool // --provider matches the chain, not the providers tried
 	outcome  string
 	class    string
 	since    string
@@ -104,13 +105,14 @@ func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
 	fs.StringVar(&hf.db, "db", "", "history database (default $LIMITSCOPE_DB, else $XDG_STATE_HOME/limitscope/history.db)")
 	fs.BoolVar(&hf.asJSON, "json", false, "print one JSON document")
 	if filters {
-		fs.StringVar(&hf.provider, "provider", "", "only calls with this provider in their chain ("+strings.Join(stream.ProviderNames(), ", ")+")")
+		fs.StringVar(&hf.provider, "provider", "", "only calls that sent a request to this provider ("+strings.Join(stream.ProviderNames(), ", ")+")")
+		fs.BoolVar(&hf.inChain, "in-chain", false, "with --provider: the calls that have it anywhere in their chain, tried or not")
 		fs.StringVar(&hf.outcome, "outcome", "", "only calls that ended so: ok, stopped, deferred, gave_up, failed, cancelled, running")
 		fs.StringVar(&hf.class, "class", "", "only calls with an attempt of this class: ok, quota, caller, rate_limit, overload, server, connection, timeout, cancelled")
 		fs.StringVar(&hf.since, "since", "", "only calls started since an age (2h, 3d) or a date (2026-11-01)")
 		fs.StringVar(&hf.route, "route", "", "only proxied calls whose request named this model (an alias or provider/model)")
 		fs.StringVar(&hf.client, "client", "", "only proxied calls whose client (User-Agent) contains this, case-insensitive")
-		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls (0: all)")
+		fs.IntVar(&hf.limit, "limit", limit, "at most this many calls, the newest (0: all)")
 	}
 }
 
@@ -142,7 +144,9 @@ func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
 		if _, ok := stream.Provider(p); !ok {
 			return f, fmt.Errorf("--provider %q: unknown (known: %s)", hf.provider, strings.Join(stream.ProviderNames(), ", "))
 		}
-		f.Provider = p
+		f.Provider, f.InChain = p, hf.inChain
+	} else if hf.inChain {
+		return f, errors.New("--in-chain needs --provider")
 	}
 	if hf.outcome != "" {
 		o := retry.Outcome(strings.ToLower(hf.outcome))

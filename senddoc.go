@@ -10,6 +10,9 @@ import (
 // sendDoc is the `send --json` document: a stable contract, described by
 // docs/send.schema.json.
 type sendDoc struct {
+	// CallID is the call's id, the one `history show` opens (when the
+	// history is on).
+	CallID        string         `json:"call_id"`
 	Outcome       retry.Outcome  `json:"outcome"`
 	Simulated     bool           `json:"simulated"`
 	Text          string         `json:"text"`
@@ -63,6 +66,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func newSendDoc(res retry.Result, simulated bool) sendDoc {
 	doc := sendDoc{
+		CallID:       res.CallID,
 		Outcome:      res.Outcome,
 		Simulated:    simulated,
 		Text:         res.Text,

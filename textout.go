@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 type textOut struct {
 	w     io.Writer
 	tty   bool // aligned, human-readable form
+	cols  int  // the terminal's width, tables fit it (0: unknown, no limit)
 	color bool // colour and bold (only ever on a terminal)
 	loc   *time.Location
 	st    theme.Styles
@@ -33,12 +35,27 @@ type textOut struct {
 
 // newTextOut is the text output on a's stdout.
 func newTextOut(a *app) *textOut {
-	o := &textOut{w: a.stdout, tty: a.stdoutTTY, loc: time.Local}
+	o := &textOut{w: a.stdout, tty: a.stdoutTTY, loc: time.Local, cols: termCols(a)}
 	o.color = a.stdoutTTY && useColor(a.getenv)
 	o.st = theme.New(true, !o.color)
 	bold := lipgloss.NewStyle().Bold(true)
 	o.bold, o.dim, o.id, o.bad = &bold, &o.st.Subtle, &o.st.Accent, &o.st.Error
 	return o
+}
+
+// termCols is the width of the terminal on stdout: the terminal's own, or
+// $COLUMNS, or 0 (unknown) when stdout is no terminal.
+func termCols(a *app) int {
+	if !a.stdoutTTY {
+		return 0
+	}
+	if a.stdoutCols > 0 {
+		return a.stdoutCols
+	}
+	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 // useColor reports whether the environment allows colour on a terminal:
@@ -75,9 +92,90 @@ type cell struct {
 	style *lipgloss.Style
 }
 
+// colFit says how a column gives way on a narrow terminal: clipped down to
+// min cells (0: never clipped), and dropped in the order of drop (1 first;
+// 0: never dropped) when clipping is not enough.
+type colFit struct{ min, drop int }
+
+// fitWidths fits the columns of natural widths nat into cols cells (two
+// between columns): the clippable ones are clipped first, and only when
+// that is not enough are columns dropped, least useful first. It returns
+// each column's width, -1 for a dropped one.
+func fitWidths(nat []int, fit []colFit, cols int) []int {
+	w := slices.Clone(nat)
+	if cols <= 0 || len(fit) != len(nat) {
+		return w
+	}
+	floor := func(i int) int {
+		if fit[i].min > 0 {
+			return min(nat[i], fit[i].min)
+		}
+		return nat[i]
+	}
+	total := func(width func(int) int) int {
+		t, n := 0, 0
+		for i := range w {
+			if w[i] >= 0 {
+				t += width(i)
+				n++
+			}
+		}
+		return t + 2*max(n-1, 0)
+	}
+	if total(func(i int) int { return nat[i] }) <= cols {
+		return w
+	}
+	// Drop, least useful first, until the clipped columns fit.
+	for total(floor) > cols {
+		next := -1
+		for i := range w {
+			if w[i] >= 0 && fit[i].drop > 0 && (next < 0 || fit[i].drop < fit[next].drop) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		w[next] = -1
+	}
+	// Clip: start from the floors and give the room left back to the
+	// clipped columns, narrowest first, up to their natural width.
+	for i := range w {
+		if w[i] >= 0 {
+			w[i] = floor(i)
+		}
+	}
+	room := cols - total(func(i int) int { return w[i] })
+	for room > 0 {
+		grew := false
+		for i := range w {
+			if room > 0 && w[i] >= 0 && w[i] < nat[i] {
+				w[i]++
+				room--
+				grew = true
+			}
+		}
+		if !grew {
+			break
+		}
+	}
+	return w
+}
+
 // table prints rows under a header: columns padded to their display width
-// on a terminal, tab-separated when piped.
+// on a terminal, tab-separated when piped. On a terminal narrower than the
+// table, every column may be clipped to its header's width (at least 8).
 func (o *textOut) table(header []string, rows [][]cell) {
+	fit := make([]colFit, len(header))
+	for i, h := range header {
+		fit[i] = colFit{min: max(ansi.StringWidth(h), 8)}
+	}
+	o.fitTable(header, rows, fit)
+}
+
+// fitTable is table with each column's way to give room (fit, one per
+// header) on a narrow terminal.
+func (o *textOut) fitTable(header []string, rows [][]cell, fit []colFit) {
 	clean := make([][]cell, len(rows))
 	for i, r := range rows {
 		clean[i] = make([]cell, len(r))
@@ -109,13 +207,19 @@ func (o *textOut) table(header []string, rows [][]cell) {
 			}
 		}
 	}
+	width = fitWidths(width, fit, o.cols)
 	line := func(cells []cell) {
 		var b strings.Builder
 		for i, c := range cells {
-			b.WriteString(o.paint(c.style, c.text))
-			if i < len(cells)-1 && i < len(width) {
-				b.WriteString(strings.Repeat(" ", width[i]-ansi.StringWidth(c.text)+2))
+			if i < len(width) && width[i] < 0 {
+				continue // dropped to fit the terminal
 			}
+			text := c.text
+			if i < len(width) && ansi.StringWidth(text) > width[i] {
+				text = ansi.Truncate(text, width[i], "…") // "…" within the width
+			}
+			b.WriteString(o.paint(c.style, text))
+			b.WriteString(strings.Repeat(" ", max(0, width[min(i, len(width)-1)]-ansi.StringWidth(text))+2))
 		}
 		fmt.Fprintln(o.w, strings.TrimRight(b.String(), " "))
 	}

@@ -59,7 +59,8 @@ type Config struct {
 	// LimitPerSecond, when positive, is the limit goodput is compared with,
 	// instead of the estimate from the response headers.
 	LimitPerSecond float64
-	// Progress, when set, is called (never concurrently) after each call ends.
+	// Progress, when set, is called (never concurrently) when a policy
+	// starts, with done 0, and after each call ends.
 	Progress func(policy string, done, total int)
 }
 
@@ -194,6 +195,9 @@ func RunPolicy(ctx context.Context, cfg Config, policy string, doer retry.Doer) 
 		done   int
 	)
 	start := clock.Now()
+	if cfg.Progress != nil {
+		cfg.Progress(policy, 0, n) // shown at once, not after the first call
+	}
 	for range min(conc, max(n, 1)) {
 		wg.Go(func() {
 			for i := range jobs {

@@ -67,11 +67,17 @@ func TestRunComparisonPolicies(t *testing.T) {
 			prepared = append(prepared, p)
 			return newBucketDoer(5, 5), func() {}, nil
 		})
-		var progress int
+		var progress, starts int
 		cfg := Config{
 			Chain: []stream.Target{target}, Requests: 40, Concurrency: 8, Prompt: "hi", MaxTokens: 16,
 			Policies: []string{PolicySDKDefault, PolicyNaive, PolicyNested}, Rand: half(),
-			Progress: func(string, int, int) { progress++ },
+			Progress: func(_ string, done, _ int) {
+				if done == 0 {
+					starts++ // each policy is shown as it starts
+					return
+				}
+				progress++
+			},
 		}
 		rep, err := Run(t.Context(), cfg, env)
 		if err != nil {
@@ -80,8 +86,8 @@ func TestRunComparisonPolicies(t *testing.T) {
 		if strings.Join(prepared, ",") != "sdk-default,naive,nested" {
 			t.Fatalf("prepared %v: each policy gets a fresh env, in order", prepared)
 		}
-		if progress != 120 {
-			t.Fatalf("%d progress calls, want 120", progress)
+		if progress != 120 || starts != 3 {
+			t.Fatalf("%d progress calls and %d starts, want 120 and 3", progress, starts)
 		}
 		for _, r := range rep.Policies {
 			checkSums(t, r)

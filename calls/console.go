@@ -166,6 +166,9 @@ func summary(c *store.Call) tui.CallSummary {
 	if c.ServedBy != nil {
 		s.ServedBy = c.ServedBy.String()
 	}
+	if len(c.Chain) > 0 {
+		s.Target = c.Chain[0].String()
+	}
 	if c.Session != 0 {
 		s.Session = strconv.FormatUint(uint64(c.Session), 10) // the history's timeline groups a session's calls
 	}

@@ -24,6 +24,13 @@ type Card struct {
 	Answers     []string    `json:"answers"`    // each answer's class, in order
 }
 
+// QuotaStopped reports whether a quota or billing stop ended the probe
+// before any concurrency was measured: such a card says that the target is
+// stopped, nothing of its limits, and is not one to compare.
+func (c *Card) QuotaStopped() bool {
+	return c.Concurrency.StoppedBy == StopQuota && c.Concurrency.Reached == 0
+}
+
 // Budget is the requests the probe could spend and spent.
 type Budget struct {
 	Requests int `json:"requests"`

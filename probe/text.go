@@ -42,8 +42,19 @@ func (c *Card) Lines() []string {
 	switch cc.StoppedBy {
 	case StopBudget:
 		out = append(out, fmt.Sprintf("concurrency  %d parallel requests all answered; the budget stopped the ramp", cc.Reached))
+	case StopQuota:
+		if cc.Reached == 0 {
+			out = append(out, "concurrency  not measured: the first request met a quota stop (a person must act; these are not the target's limits)")
+		} else {
+			out = append(out, fmt.Sprintf("concurrency  %d parallel requests all answered; at %d parallel, a quota stop came", cc.Reached, max(cc.Tried, 1)))
+		}
 	default:
-		out = append(out, fmt.Sprintf("concurrency  %d parallel requests all answered; %d met the first %s", cc.Reached, max(cc.Tried, 1), strings.ReplaceAll(cc.StoppedBy, "_", " ")))
+		what := strings.ReplaceAll(cc.StoppedBy, "_", " ")
+		if cc.Reached == 0 {
+			out = append(out, "concurrency  not measured: the first request met a "+what)
+		} else {
+			out = append(out, fmt.Sprintf("concurrency  %d parallel requests all answered; at %d parallel, one met a %s", cc.Reached, max(cc.Tried, 1), what))
+		}
 	}
 	l := c.Latency
 	if l.TTFTMs != nil {

@@ -40,8 +40,14 @@ type Input struct {
 // letter is an attempt's mark letter, the console's (theme.MarkLetter).
 func letter(a *retry.Attempt) string { return theme.MarkLetter(string(a.Class), a.MidStream) }
 
+// broken reports whether a's stream broke after HTTP 200: a cancel is
+// not a break.
+func broken(a *retry.Attempt) bool {
+	return a.MidStream && a.Class != stream.ClassOK && a.Class != stream.ClassCancelled
+}
+
 func cssClass(a *retry.Attempt) string {
-	if a.MidStream && a.Class != stream.ClassOK {
+	if broken(a) {
 		return "c-broken"
 	}
 	return "c-" + strings.ReplaceAll(string(a.Class), "_", "-")
@@ -291,7 +297,7 @@ func build(in Input) view {
 			if a.Class == stream.ClassQuota {
 				v.Totals.Quota++
 			}
-			if a.MidStream && a.Class != stream.ClassOK {
+			if broken(a) {
 				v.Totals.Broken++
 			}
 			p := prov[a.Target.Provider]
@@ -338,7 +344,7 @@ func build(in Input) view {
 					reason += " " + a.Code
 				}
 				reason += ")"
-				if a.MidStream {
+				if broken(a) {
 					reason += ", the stream broke mid-way"
 				}
 				if a.RetryAfter != nil {
@@ -433,7 +439,7 @@ func attemptRowOf(a *retry.Attempt) attemptRow {
 	if !a.StartedAt.IsZero() {
 		r.Started = a.StartedAt.UTC().Format("15:04:05.000")
 	}
-	if a.MidStream && a.Class != stream.ClassOK {
+	if broken(a) {
 		r.Class += " (mid-stream)"
 	}
 	if a.RetryAfter != nil {
@@ -496,7 +502,7 @@ func (p *provAcc) add(a *retry.Attempt, served bool) {
 		p.wasted++
 	}
 	switch {
-	case a.MidStream && a.Class != stream.ClassOK:
+	case broken(a):
 		p.broken++
 	case a.Class == stream.ClassOK:
 		p.ok++

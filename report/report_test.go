@@ -55,3 +55,25 @@ func TestEmptyReport(t *testing.T) {
 		t.Errorf("empty report:\n%s", b.String())
 	}
 }
+
+// TestCancelIsNotABrokenStream: a call cancelled after HTTP 200 is drawn X
+// (cancelled) and counted as no broken stream.
+func TestCancelIsNotABrokenStream(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	oa := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	c := store.Call{ID: 1, Session: 1, Started: t0, Ended: t0.Add(2 * time.Second), Outcome: retry.OutcomeCancelled,
+		Chain: []stream.Target{oa}, Attempts: 1,
+		AttemptsList: []retry.Attempt{{N: 1, Target: oa, Status: 200, Class: stream.ClassCancelled, MidStream: true,
+			StartedAt: t0, Duration: time.Second, Decision: retry.DecideCancel}}}
+	var b bytes.Buffer
+	if err := report.Write(&b, report.Input{Calls: []store.Call{c}, Generated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "<b>0</b>broken streams") {
+		t.Error("a cancel is counted as a broken stream")
+	}
+	if strings.Contains(page, `<rect class="c-broken"`) || strings.Contains(page, `badge c-broken">B</span></td>`) || !strings.Contains(page, `<rect class="c-cancelled"`) {
+		t.Error("a cancel is drawn as a broken stream")
+	}
+}

@@ -128,7 +128,8 @@ func TestOriginRoundTrip(t *testing.T) {
 		t.Fatalf("each %v %v", each, err)
 	}
 	st, err := rd.Stats(ctx, Filter{Route: "fast"})
-	if err != nil || len(st) != 2 || st[len(st)-1].Calls != 1 || st[0].Provider != "openai" {
+	// Rows: anthropic (served it, as the fallback), openai (its primary), all.
+	if err != nil || len(st) != 3 || st[len(st)-1].Calls != 1 || st[1].Provider != "openai" || st[1].Calls != 1 || st[0].Served != 1 {
 		t.Fatalf("stats %+v %v", st, err)
 	}
 }

@@ -39,14 +39,18 @@ func (r *Reader) view(fn func(tx *bolt.Tx) error) error {
 
 // Filter selects calls. Zero fields match everything.
 type Filter struct {
-	Provider string // any target of the chain
+	// Provider keeps the calls that tried it: an attempt went to it
+	// (List, Stats and Each read each call's attempts for that); with
+	// InChain, the calls with it anywhere in their chain, used or not.
+	Provider string
+	InChain  bool
 	Outcome  retry.Outcome
 	Class    stream.Class // any attempt of the call had it
 	Since    time.Time    // started at or after
 	BeforeID uint32       // paging: only calls older than this id's call
 	Limit    int          // at most this many (0: no limit)
 	// Text keeps calls whose prompt head, targets or outcome contain it
-	// (case-insensitive); List only.
+	// (case-insensitive; the targets tried, not unused fallbacks); List only.
 	Text string
 	// PromptHead fills each listed Call's Prompt with the prompt's first
 	// PromptHead bytes (cut at a rune), for a list that shows it; List only.
@@ -60,6 +64,10 @@ type Filter struct {
 	// Origin fills each listed Call's Route and Client (List only; Show and
 	// Each always do). It reads each listed call in full.
 	Origin bool
+	// Attempts fills each listed Call's AttemptsList, in order, without
+	// their partial texts (List only; Show and Each always do): a list
+	// that shows what happened in time order reads it.
+	Attempts bool
 	// Mode keeps the calls of sessions of this mode: ModeReal or
 	// ModeSimulated (List, Stats and Each). Calls recorded before calls
 	// carried their mode are matched through their session.
@@ -127,8 +135,19 @@ func (f *Filter) textMatch(c *Call, prompt string) bool {
 	}
 	needle := strings.ToLower(f.Text)
 	hay := []string{prompt, string(c.Outcome)}
-	for _, t := range c.Chain {
-		hay = append(hay, t.String())
+	// The call's primary and the targets tried, not an unused fallback;
+	// the chain for a record whose attempts are not at hand.
+	if len(c.AttemptsList) > 0 || c.Attempts == 0 {
+		if len(c.Chain) > 0 {
+			hay = append(hay, c.Chain[0].String())
+		}
+		for _, a := range c.AttemptsList {
+			hay = append(hay, a.Target.String())
+		}
+	} else {
+		for _, t := range c.Chain {
+			hay = append(hay, t.String())
+		}
 	}
 	if c.ServedBy != nil {
 		hay = append(hay, c.ServedBy.String())
@@ -159,19 +178,34 @@ func (f *Filter) match(c *Call) bool {
 	if f.Class != "" && classMask(c.Classes)&classBit(f.Class) == 0 {
 		return false
 	}
-	if f.Provider != "" {
-		ok := false
-		for _, t := range c.Chain {
-			if t.Provider == f.Provider {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if f.Provider != "" && !f.providerMatch(c) {
+		return false
 	}
 	return true
+}
+
+// byTried reports whether f matches a provider by the attempts: the calls
+// it selects need their attempts read first.
+func (f *Filter) byTried() bool { return f.Provider != "" && !f.InChain }
+
+// providerMatch reports whether c tried f.Provider (or, with f.InChain,
+// has it in its chain). A call whose attempts are not at hand (a record
+// from before they were kept apart) is matched by its chain.
+func (f *Filter) providerMatch(c *Call) bool {
+	if f.byTried() && (len(c.AttemptsList) > 0 || c.Attempts == 0) {
+		for _, a := range c.AttemptsList {
+			if a.Target.Provider == f.Provider {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range c.Chain {
+		if t.Provider == f.Provider {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNotFound is returned by Show for an unknown id.
@@ -191,6 +225,7 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 		c := calls.Cursor()
 		text := tx.Bucket(bText)
 		var md modes
+		var ac *bolt.Cursor // the attempts, with f.Attempts
 		var k, v []byte
 		if f.BeforeID != 0 {
 			key, err := lookupKey(tx, f.BeforeID)
@@ -221,6 +256,14 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 			if err != nil {
 				return err
 			}
+			if f.Attempts || f.byTried() || f.Text != "" {
+				if ac == nil {
+					ac = attemptsCursor(tx)
+				}
+				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
+					return err
+				}
+			}
 			if !f.match(call) {
 				continue
 			}
@@ -250,6 +293,9 @@ func (r *Reader) List(ctx context.Context, f Filter) ([]Call, error) {
 				if f.PromptHead > 0 {
 					call.Prompt = head([]byte(prompt), f.PromptHead)
 				}
+			}
+			if !f.Attempts {
+				call.AttemptsList = nil // read only to match the provider
 			}
 			out = append(out, *call)
 			if f.Limit > 0 && len(out) >= f.Limit {
@@ -405,8 +451,12 @@ func readAttemptsAt(c *bolt.Cursor, key []byte, start time.Time, chain []stream.
 // ProviderStats are the numbers a team watches, for the calls whose primary
 // target is one provider (Provider "" is the total).
 type ProviderStats struct {
-	Provider       string        `json:"provider"`
+	Provider string `json:"provider"`
+	// Calls are the calls whose chain began with this provider (its
+	// primary); the figures below are theirs. Served are the calls it
+	// answered, as primary or as a fallback.
 	Calls          int           `json:"calls"`
+	Served         int           `json:"served"`
 	Running        int           `json:"running"`
 	Retried        int           `json:"retried"`       // calls that needed more than one request
 	RetriedShare   float64       `json:"retried_share"` // Retried / Calls
@@ -593,6 +643,7 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 			k, v := resumeAt(c, from, first)
 			md.bySession = nil // a new transaction: sessions may have changed
 			var s callStat
+			var ac *bolt.Cursor // the attempts, to match a provider tried
 			for ; k != nil; k, v = c.Next() {
 				if n >= chunk {
 					last = slices.Clone(k[:keyLen:keyLen])
@@ -610,8 +661,23 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 				if pclass != 0 && s.classes&pclass == 0 {
 					continue
 				}
-				if f.Provider != "" && string(s.provider) != f.Provider {
-					continue
+				if f.Provider != "" {
+					// Only when asked: the call in full, with its attempts.
+					call, err := decodeCall(k, v, false)
+					if err != nil {
+						return err
+					}
+					if f.byTried() {
+						if ac == nil {
+							ac = attemptsCursor(tx)
+						}
+						if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, nil); err != nil {
+							return err
+						}
+					}
+					if !f.providerMatch(call) {
+						continue
+					}
 				}
 				if f.Mode != "" && md.of(tx, modeFromBits(s.classes), s.session) != f.Mode {
 					continue
@@ -632,6 +698,15 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 				}
 				acc.add(&s)
 				total.add(&s)
+				if s.served != nil {
+					sv := per[string(s.served)]
+					if sv == nil {
+						sv = &statAcc{ProviderStats: ProviderStats{Provider: string(s.served)}}
+						per[sv.Provider] = sv
+					}
+					sv.Served++
+					total.Served++
+				}
 			}
 			done = true
 			return nil
@@ -711,17 +786,17 @@ func (r *Reader) each(ctx context.Context, f Filter, noText, reuse bool, fn func
 				if err != nil {
 					return err
 				}
-				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
-					continue
-				}
-				if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
-					continue
-				}
 				if reuse {
 					clear(atts[:cap(atts)]) // keep no earlier call's text alive
 				}
 				if call.AttemptsList, err = readAttemptsAt(ac, k, call.Started, call.Chain, call.Attempts, atts[:0]); err != nil {
 					return err
+				}
+				if !f.match(call) || !f.originMatch(call.Route, call.Client) {
+					continue
+				}
+				if f.Mode != "" && md.of(tx, call.Mode, call.Session) != f.Mode {
+					continue
 				}
 				if reuse && cap(call.AttemptsList) > cap(atts) {
 					atts = call.AttemptsList

@@ -305,15 +305,6 @@ func (d *dec) servedBy(chain []stream.Target) stream.Target {
 	return t
 }
 
-func (d *dec) skipServedBy() {
-	if d.byte() == 255 {
-		d.skipStr()
-		d.skipStr()
-	} else if d.byte() == 1 {
-		d.skipStr()
-	}
-}
-
 // Policies are mostly the default: a kind byte says which.
 const (
 	policyZero    = 0
@@ -556,6 +547,7 @@ func decodeCallInto(dst *Call, key, v []byte, summary bool) (*Call, int, error) 
 // callSummaryStats is what stats needs of a call, read without allocating.
 type callStat struct {
 	provider []byte // primary target's provider; valid until the tx ends
+	served   []byte // the serving target's provider (nil: none); as provider
 	outcome  retry.Outcome
 	attempts int
 	latency  time.Duration
@@ -574,6 +566,10 @@ func decodeCallStat(key, v []byte, s *callStat) error {
 			return err
 		}
 		s.provider = []byte(c.Primary().Provider)
+		s.served = nil
+		if c.ServedBy != nil {
+			s.served = []byte(c.ServedBy.EndpointKey())
+		}
 		s.outcome = c.Outcome
 		s.attempts = c.Attempts
 		s.latency = c.Latency()
@@ -596,16 +592,30 @@ func decodeCallStat(key, v []byte, s *callStat) error {
 		s.latency = d.dur()
 	}
 	n := d.uvarint()
-	s.provider = nil
+	s.provider, s.served = nil, nil
+	var chain [8][]byte // the chain's providers, for the served index
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		p := d.rawStr()
 		d.skipStr()
 		if i == 0 {
 			s.provider = p
 		}
+		if i < uint64(len(chain)) {
+			chain[i] = p
+		}
 	}
 	if f&cfServed != 0 {
-		d.skipServedBy()
+		if b := d.byte(); b == 255 {
+			s.served = d.rawStr()
+			d.skipStr()
+		} else {
+			if int(b) < len(chain) && uint64(b) < n {
+				s.served = chain[b]
+			}
+			if d.byte() == 1 {
+				d.skipStr()
+			}
+		}
 	}
 	s.attempts = int(d.uvarint())
 	d.dur()

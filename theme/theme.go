@@ -216,9 +216,10 @@ func (s Styles) Class(c string) lipgloss.Style {
 // MarkLetter is the one-cell letter of an attempt's mark, by its class (as
 // Class takes it), so that a mark reads without its colour (NO_COLOR, a
 // printed report): the console's charts and the HTML report use the same
-// letters. A stream broken after HTTP 200 is B whatever its class.
+// letters. A stream broken after HTTP 200 is B whatever its class, but a
+// cancel is X wherever it came: the caller stopped it, nothing broke.
 func MarkLetter(class string, midStream bool) string {
-	if midStream && class != "ok" {
+	if midStream && class != "ok" && class != "cancelled" {
 		return "B"
 	}
 	switch class {

@@ -208,6 +208,11 @@ func rowText(r *logRow, narrow bool, pw int) string {
 		code = ""
 		if a.TTFT > 0 {
 			code = "ttft " + fmtDur(a.TTFT)
+			if a.TTFText > a.TTFT {
+				// A model that thought first: its first token is reasoning;
+				// the first visible text came later.
+				code += " text " + fmtDur(a.TTFText)
+			}
 		}
 	}
 	if a.MidStream {
@@ -267,6 +272,9 @@ func compactRow(r *logRow, pw int) string {
 	}
 	if a.Class == stream.ClassOK {
 		s += " " + fmtDur(a.Duration)
+		if a.TTFText > a.TTFT && a.TTFT > 0 {
+			s += " text " + fmtDur(a.TTFText) // after thinking
+		}
 	}
 	if a.Waited > 0 {
 		s += " waited " + fmtDur(a.Waited)

@@ -53,7 +53,8 @@ func (m *Model) applyEvent(ev retry.Event) {
 		}
 	case retry.EventText:
 		if b := t.current; b != nil && b.text == "" && !b.thinkingAt.IsZero() {
-			b.header += " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt)) // the header shows with the text
+			b.thought = " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt))
+			b.header += b.thought // the header shows with the text
 		}
 		if t.current == nil {
 			b := &block{kind: blockText, dirty: true}
@@ -212,7 +213,7 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 		}
 		for i := len(t.blocks) - 1; i >= 0; i-- {
 			if b := t.blocks[i]; b.kind == blockText && !b.broken {
-				b.header, b.badgeOK, b.fallback, b.dirty = badge, true, fallback, true
+				b.header, b.badgeOK, b.fallback, b.dirty = badge+b.thought, true, fallback, true
 				break
 			}
 		}
@@ -235,6 +236,10 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 				s = "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
 			}
 			t.note(noteError, s)
+		} else if cd := res.Cooldown; cd != nil && !cd.Until.IsZero() {
+			// The time, not a countdown: the transcript does not move (the
+			// targets pane counts down).
+			t.note(noteError, "The call stopped: the quota resets at "+cd.Until.Local().Format("15:04")+"; the targets pane counts down. No retry, no failover.")
 		} else {
 			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // screens are the key screens, each reached from a fresh harness.
@@ -42,6 +43,25 @@ var screens = []struct {
 		h.press("enter")
 		h.idle()
 	}},
+	{"daily_quota_stop", func() Options {
+		o := simOpts()
+		o.Chain = []stream.Target{gemini, anthropic}
+		o.Targets = []TargetInfo{{Target: gemini, Available: true}, {Target: anthropic, Available: true}, {Target: openai, Available: true}}
+		return o
+	}, func(h *harness) {
+		h.typeText("Summarize the incident in two lines.")
+		h.press("enter")
+		h.idle()
+	}},
+	{"cancelled_mid_stream", simOpts, func(h *harness) {
+		h.typeText("Summarize the incident in two lines.")
+		h.press("enter")
+		h.until("streaming", func() bool { return strings.Contains(h.screen(), "Half an ans") })
+		h.press("esc")
+		h.idle()
+		h.press("t") // esc left the input: t is the timeline
+		h.press("t")
+	}},
 	{"history", func() Options { o := simOpts(); o.History = goldenHistory(); return o }, func(h *harness) {
 		h.press("tab")
 		h.press("h")
@@ -60,8 +80,8 @@ func simOpts() Options {
 func goldenHistory() *fakeHistory {
 	return &fakeHistory{calls: []CallSummary{
 		{ID: "140200-1", Time: t0, PromptHead: "Summarize the incident in two lines.", Outcome: retry.OutcomeOK, ServedBy: "anthropic/claude-haiku-5-5", Attempts: 2, Duration: 2100 * time.Millisecond},
-		{ID: "140130-2", Time: t0.Add(-30 * time.Second), PromptHead: "What is our p95?", Outcome: retry.OutcomeStopped, Attempts: 1, Duration: 310 * time.Millisecond},
-		{ID: "140101-3", Time: t0.Add(-59 * time.Second), PromptHead: "Write a haiku about rate limits.", Outcome: retry.OutcomeCancelled, Attempts: 3, Duration: 24 * time.Second},
+		{ID: "140130-2", Time: t0.Add(-30 * time.Second), PromptHead: "What is our p95?", Outcome: retry.OutcomeStopped, Target: "openai/gpt-5.4-mini", Attempts: 1, Duration: 310 * time.Millisecond},
+		{ID: "140101-3", Time: t0.Add(-59 * time.Second), PromptHead: "Write a haiku about rate limits.", Outcome: retry.OutcomeCancelled, Target: "openai/gpt-5.4-mini", Attempts: 3, Duration: 24 * time.Second},
 	}}
 }
 
@@ -75,6 +95,10 @@ func scriptFor(name string) []script {
 		return []script{failoverScript}
 	case "quota_stop":
 		return []script{quotaScript}
+	case "cancelled_mid_stream":
+		return []script{cancelMidStream}
+	case "daily_quota_stop":
+		return []script{dailyQuotaScript}
 	}
 	return nil
 }

@@ -521,3 +521,34 @@ func streamUntilCancel(ctx context.Context, e *emitter) retry.Result {
 	e.finish(a)
 	return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
 }
+
+// cancelMidStream streams a little after HTTP 200, then blocks until
+// cancelled: the attempt ends cancelled mid-stream, as the engine reports a
+// cancel that came after the first bytes.
+func cancelMidStream(ctx context.Context, e *emitter) retry.Result {
+	a := e.start(openai)
+	e.say("Half an ans")
+	<-ctx.Done()
+	e.clock.Advance(800 * time.Millisecond)
+	a.Status, a.Class, a.MidStream, a.Decision, a.RequestID = 200, stream.ClassCancelled, true, retry.DecideCancel, "req_cx1"
+	a.Message = "cancelled"
+	e.finish(a)
+	return e.end(retry.OutcomeCancelled, nil, &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()})
+}
+
+// dailyQuotaScript: Gemini's per-day quota is spent; the stop resets at
+// 08:00 (a cooldown with its end), and the provider's message is long.
+func dailyQuotaScript(ctx context.Context, e *emitter) retry.Result {
+	a := e.start(gemini)
+	a.Status, a.Class, a.Code, a.Decision = 429, stream.ClassQuota, "RESOURCE_EXHAUSTED", retry.DecideStop
+	a.QuotaID = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+	a.Message = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. * Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 250, model: gemini-3.8-flash Please retry in 22s."
+	a.Cooldown = &retry.Cooldown{Scope: "gemini:acct-1", Since: t0, Until: time.Date(2026, 11, 29, 14, 34, 51, 0, time.UTC), Target: "gemini/gemini-3.8-flash",
+		Code: a.Code, Message: a.Message}
+	e.finish(a)
+	res := retry.Result{CallID: e.c.ID, Outcome: retry.OutcomeStopped, Attempts: e.attempts, Cooldown: a.Cooldown,
+		Err: &stream.Error{Class: stream.ClassQuota, Status: 429, Code: a.Code, Message: a.Message}, Ended: e.clock.Now()}
+	cp := res
+	e.emit(retry.Event{Kind: retry.EventCallEnd, Result: &cp})
+	return res
+}

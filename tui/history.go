@@ -284,8 +284,12 @@ func (h *historyView) view(w, ht int, st *theme.Styles) []string {
 	}
 	for i := start; i < len(h.calls) && len(out) < ht; i++ {
 		c := h.calls[i]
+		who := c.ServedBy
+		if who == "" && c.Target != "" {
+			who = "✗ " + c.Target // nothing served it: the target it was for
+		}
 		line := fmt.Sprintf("%s  %-9s %s %2d att  %7s  %s", c.Time.Local().Format("01-02 15:04:05"), c.Outcome,
-			fit(orDash(c.ServedBy), min(36, max(12, w-64))), c.Attempts, fmtDur(c.Duration), oneLine(c.PromptHead))
+			fit(orDash(who), min(36, max(12, w-64))), c.Attempts, fmtDur(c.Duration), oneLine(c.PromptHead))
 		line = fit(line, w)
 		if i == h.cursor {
 			line = st.Selected.Render(line)

@@ -133,6 +133,7 @@ type Model struct {
 	status      string
 	statusErr   bool
 	statusGen   int
+	statusUntil statusScope // the status is about a call: it goes when that call starts or ends
 	ticking     bool
 	statesStale bool // a call ended: read the targets' states again
 	tickGen     int
@@ -152,6 +153,10 @@ type Model struct {
 	footerLine string
 	inputKey   string
 	inputLine  string
+	inputGen   int    // counts the prompt input's changes: its view's cache key
+	typed      []rune // printable keys gathered for a long prompt (typed.go)
+	typedN     int    // keys gathered so far
+	typedWait  bool   // the frame timer of the gathered keys is set
 
 	// after schedules a message (tea.Tick); model tests replace it.
 	after func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd
@@ -245,6 +250,15 @@ func (m *Model) refreshControl() {
 // Update applies one message. It does no I/O: side effects are commands.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if m.gathers(msg) {
+			return m, m.gather(msg)
+		}
+	case typedMsg:
+		return m, m.typedDue(msg)
+	}
+	m.flushTyped() // the keys gathered come before anything else
+	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(1, m.width-6))
@@ -312,7 +326,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
 		}
-		return m, tea.Batch(m.setStatus("Injected "+msg.what+": send a prompt to see it.", false), m.loadArmed())
+		return m, tea.Batch(m.setCallStatus("Injected "+msg.what+": send a prompt to see it.", statusUntilSend), m.loadArmed())
 	case historyListMsg:
 		m.hist.listed(msg)
 		return m, nil
@@ -332,6 +346,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.PasteMsg:
+		m.inputGen++
 		if m.focus == focusInput && m.mode == modeMain {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
@@ -340,6 +355,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		m.now = m.opts.Now()
+		m.inputGen++ // a key may edit the prompt
 		return m, m.key(msg)
 	}
 	return m, nil
@@ -387,10 +403,12 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(msg, k.Send):
 			return m.send()
 		case key.Matches(msg, k.Cancel):
+			// esc leaves the input, and cancels the call in flight too:
+			// the keys typed after a cancel are keys, never a prompt.
+			m.setFocus(focusConversation)
 			if m.inFlight() {
 				return m.cancelCall()
 			}
-			m.setFocus(focusConversation)
 			return nil
 		case key.Matches(msg, k.NextFocus):
 			m.setFocus(focusConversation)
@@ -546,11 +564,38 @@ func (m *Model) quit() tea.Cmd {
 	return tea.Quit
 }
 
+// statusScope says when a status stops being true.
+type statusScope int
+
+const (
+	statusTimed     statusScope = iota // clears after a few seconds
+	statusUntilSend                    // also when the next call starts ("send a prompt to see it")
+	statusUntilEnd                     // also when the call in flight ends ("Cancelling the call…")
+)
+
+// setCallStatus is setStatus for a message about a call, cleared as soon
+// as it goes stale (until).
+func (m *Model) setCallStatus(s string, until statusScope) tea.Cmd {
+	cmd := m.setStatus(s, false)
+	m.statusUntil = until
+	return cmd
+}
+
+// staleStatus clears the status line when it was about a call and the
+// call has now started (start) or ended.
+func (m *Model) staleStatus(start bool) {
+	if (start && m.statusUntil == statusUntilSend) || (!start && m.statusUntil == statusUntilEnd) {
+		m.status, m.statusUntil = "", statusTimed
+		m.statusGen++
+	}
+}
+
 // setStatus shows a message on the status line; it clears after a few
 // seconds.
 func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 	m.statusGen++
 	m.status, m.statusErr = s, isErr
+	m.statusUntil = statusTimed
 	gen := m.statusGen
 	return m.after(5*time.Second, func(time.Time) tea.Msg { return statusClearMsg{gen} })
 }
@@ -631,6 +676,7 @@ func (m *Model) startRun(id string, chain []stream.Target) tea.Cmd {
 	ctl := retry.NewControl()
 	r := &run{id: id, chain: chain, cancel: cancel, ctl: m.control(ctl)}
 	m.call = r
+	m.staleStatus(true)
 	m.prompts[id] = m.turn.prompt
 	call := retry.Call{ID: id, Chain: chain, Prompt: m.turn.prompt, MaxTokens: m.opts.MaxTokens, Policy: m.opts.Policy, Control: ctl}
 	runner, f, runs := m.opts.Runner, m.feed, m.runs
@@ -655,7 +701,7 @@ func (m *Model) cancelCall() tea.Cmd {
 	}
 	m.call.cancelled = true
 	m.call.cancel()
-	return m.setStatus("Cancelling the call…", false)
+	return m.setCallStatus("Cancelling the call…", statusUntilEnd)
 }
 
 // failOverNow asks the engine to move the call to its next target now
@@ -680,6 +726,7 @@ func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	}
 	m.call = nil
 	m.turn = nil
+	m.staleStatus(false)
 	return nil
 }
 
@@ -737,8 +784,15 @@ func (m *Model) copyCurl() tea.Cmd {
 	if fleetTag(a) != "" {
 		return m.setStatus("That attempt is another process's: its prompt is not shared, so there is no curl to copy.", true)
 	}
-	prompt := m.prompts[a.callID]
-	return tea.Batch(tea.SetClipboard(m.opts.Curl(a.attempt, prompt)), m.setStatus("Copied the attempt as curl, key redacted (OSC 52).", false))
+	cmd := m.opts.Curl(a.attempt, m.prompts[a.callID])
+	if cmd == "" {
+		return m.setStatus("No curl for that attempt: its provider's endpoint or key variable is unknown.", true)
+	}
+	said := "Copied the attempt as curl; the key is a reference to its variable, not its value (OSC 52)."
+	if m.opts.Simulated {
+		said = "Copied the attempt as curl, with the simulator's key: no secret (OSC 52)."
+	}
+	return tea.Batch(tea.SetClipboard(cmd), m.setStatus(said, false))
 }
 
 // errSentence turns an attempt's failure into a sentence a person reads.
@@ -750,6 +804,10 @@ func errSentence(a *retry.Attempt) string {
 	case stream.ClassOverload:
 		return who + " is overloaded"
 	case stream.ClassQuota:
+		if cd := a.Cooldown; cd != nil && !cd.Until.IsZero() {
+			// A quota with a known reset ends by itself: no person needed.
+			return who + "'s quota is spent until it resets at " + cd.Until.Local().Format("15:04")
+		}
 		return who + "'s quota is spent: a person must act"
 	case stream.ClassCaller:
 		return who + " rejected the request"

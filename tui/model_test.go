@@ -602,7 +602,7 @@ func TestCopyKeys(t *testing.T) {
 		t.Errorf("status = %q", h.m.status)
 	}
 	h.press("c")
-	if !strings.Contains(h.m.status, "key redacted") {
+	if !strings.Contains(h.m.status, "a reference to its variable, not its value") {
 		t.Errorf("status = %q", h.m.status)
 	}
 }

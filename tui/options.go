@@ -79,8 +79,11 @@ type CallSummary struct {
 	PromptHead string
 	Outcome    retry.Outcome
 	ServedBy   string // "provider/model", "" when nothing served
-	Attempts   int
-	Duration   time.Duration
+	// Target is the call's primary target ("provider/model"): a row names
+	// it when nothing served the call (a stop, a cancel).
+	Target   string
+	Attempts int
+	Duration time.Duration
 	// Session names the recording session ("" when unknown): the history's
 	// timeline (t) shows a call with the others of its session.
 	Session string

@@ -20,8 +20,9 @@ type targetStatesMsg struct {
 
 // cooldownClearedMsg reports a cooldown cleared from the console.
 type cooldownClearedMsg struct {
-	cd  retry.Cooldown
-	err error
+	cd     retry.Cooldown
+	faults string // the provider whose armed demo faults were cleared with it ("" none)
+	err    error
 }
 
 // armedMsg carries the simulator's armed faults (Options.Armed).
@@ -71,7 +72,9 @@ func (m *Model) stopKey() tea.Cmd {
 		return m.setStatus("Stopped by "+cooldownWords(cd)+". Clear it with: limitscope cooldowns clear "+cd.Scope, true)
 	}
 	if m.opts.Simulated {
-		return m.clearCooldown(cd)
+		// A simulated stop is cleared whole: the cooldown and the demo
+		// fault still armed on the provider, or the next prompt meets it.
+		return m.clearCooldown(cd, s.info.Target.Provider)
 	}
 	m.confirm = &cd
 	m.mode = modeConfirm
@@ -84,7 +87,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	case msg.String() == "y":
 		cd := *m.confirm
 		m.confirm, m.mode = nil, modeMain
-		return m.clearCooldown(cd)
+		return m.clearCooldown(cd, "")
 	case msg.String() == "n", key.Matches(msg, m.keys.Back, m.keys.Quit):
 		m.confirm, m.mode = nil, modeMain
 		return m.setStatus("Kept the stop.", false)
@@ -92,12 +95,25 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func (m *Model) clearCooldown(cd retry.Cooldown) tea.Cmd {
-	clearFn := m.opts.ClearCooldown
+// clearCooldown clears cd and, for a simulated stop (provider set), the
+// faults armed on provider.
+func (m *Model) clearCooldown(cd retry.Cooldown, provider string) tea.Cmd {
+	clearFn, armed := m.opts.ClearCooldown, m.opts.Armed
+	if armed == nil {
+		provider = ""
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return cooldownClearedMsg{cd: cd, err: clearFn(ctx, cd.Scope)}
+		if err := clearFn(ctx, cd.Scope); err != nil {
+			return cooldownClearedMsg{cd: cd, err: err}
+		}
+		if provider != "" {
+			if err := armed.ClearFaults(ctx, provider); err != nil {
+				return cooldownClearedMsg{cd: cd, err: fmt.Errorf("the stop is cleared, but the faults armed on %s are not: %w", provider, err)}
+			}
+		}
+		return cooldownClearedMsg{cd: cd, faults: provider}
 	}
 }
 
@@ -110,7 +126,11 @@ func (m *Model) cooldownCleared(msg cooldownClearedMsg) tea.Cmd {
 	if m.opts.Simulated {
 		kind = "the simulated stop"
 	}
-	return tea.Batch(m.setStatus("Cleared "+kind+" ("+cooldownWords(msg.cd)+"). The next prompt is sent.", false), m.refreshStates())
+	also := ""
+	if msg.faults != "" {
+		also = " and the demo faults armed on " + msg.faults
+	}
+	return tea.Batch(m.setStatus("Cleared "+kind+also+"; the next prompt is sent ("+cooldownWords(msg.cd)+").", false), m.refreshStates(), m.loadArmed())
 }
 
 // cooldownWords says what a cooldown is: "insufficient_quota on

@@ -123,7 +123,7 @@ func TestSimulatedStopClearsAtOnce(t *testing.T) {
 		t.Fatal("a simulated stop asked for a confirmation")
 	}
 	h.until("cleared", func() bool { return len(h.m.status) > 0 && !strings.Contains(h.screen(), "STOPPED") })
-	if !strings.Contains(h.m.status, "Cleared the simulated stop (insufficient_quota on openai/gpt-5.4-mini") {
+	if !strings.Contains(h.m.status, "Cleared the simulated stop; the next prompt is sent (insufficient_quota on openai/gpt-5.4-mini") {
 		t.Errorf("status = %q", h.m.status)
 	}
 }

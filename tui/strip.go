@@ -8,7 +8,7 @@ import (
 )
 
 // stripLegend is said once under the targets' strips.
-const stripLegend = "strips: a column a response · R 429 · O overload · Q quota · B broken · → failover · t timeline"
+const stripLegend = "strips: a column a response · R 429 · O overload · Q quota · B broken · X cancelled · → failover · t timeline"
 
 // stripCol is one column of a target's strips: one response (or the
 // failover after it).

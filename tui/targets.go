@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/stream"
 	"github.com/limitscope/limitscope/theme"
@@ -394,6 +396,35 @@ func (p *targetsPane) unstop(scope string) {
 	p.invalidate()
 }
 
+// stopLines is how many lines of a stop's words the targets pane shows.
+const stopLines = 2
+
+// stopBrief is how many columns of a stop's words the collapsed pane shows.
+const stopBrief = 100
+
+// clipWords cuts s to n columns, marking the cut with "…".
+func clipWords(s string, n int) string {
+	if widthOf(s) <= n {
+		return s
+	}
+	return ansi.Truncate(s, n, "…")
+}
+
+// clipLines keeps the first n of lines, the last of them ending in "…"
+// when some were left out.
+func clipLines(lines []string, n, w int) []string {
+	if len(lines) <= n {
+		return lines
+	}
+	lines = lines[:n:n]
+	last := lines[n-1]
+	if widthOf(last) >= w {
+		last = ansi.Truncate(last, max(0, w-1), "")
+	}
+	lines[n-1] = last + "…"
+	return lines
+}
+
 // stop marks a target stopped (a quota or a cooldown).
 func (p *targetsPane) stop(t stream.Target, words string, until time.Time) {
 	s := p.get(t)
@@ -581,7 +612,12 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	case "WAITING", "PAUSED":
 		extra = " " + fmtCountdown(now, s.waitUntil) + " · " + s.waitWhy
 	case "STOPPED":
-		extra = " · " + oneLine(s.stopWords)
+		// When it resets first, then the provider's words, cut short: the
+		// conversation has them whole.
+		if !s.stopUntil.IsZero() {
+			extra = " · resets " + s.stopUntil.Local().Format("15:04") + " (in " + fmtCountdown(now, s.stopUntil) + ")"
+		}
+		extra += " · " + clipWords(oneLine(s.stopWords), stopBrief)
 	case "NO KEY":
 		extra = " · set " + s.info.Missing
 	case "OVERLOADED":
@@ -667,12 +703,15 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 	case "NO KEY":
 		out = append(out, ind+st.Subtle.Render(fit("unavailable: set "+s.info.Missing, iw)))
 	case "STOPPED":
-		words := oneLine(s.stopWords)
-		for _, l := range wrap("quota: "+words, iw) {
+		// The provider's words, clipped to two lines: the conversation and
+		// the attempt's detail have them whole.
+		for _, l := range clipLines(wrap("quota: "+oneLine(s.stopWords), iw), stopLines, iw) {
 			out = append(out, ind+st.Error.Render(l))
 		}
 		if !s.stopUntil.IsZero() {
-			out = append(out, ind+st.Error.Render(fit("resets "+s.stopUntil.Local().Format("15:04")+" (in "+fmtCountdown(now, s.stopUntil)+")", iw)))
+			// The window that stopped the target, empty, and when it resets.
+			out = append(out, ind+st.Error.Render("quota ")+bar(0, 8, st.Error.Render, st.GaugeEmpty.Render)+st.Error.Render(" 0 left"),
+				ind+st.Error.Render(fit("resets "+s.stopUntil.Local().Format("15:04")+" (in "+fmtCountdown(now, s.stopUntil)+")", iw)))
 		} else {
 			out = append(out, ind+st.Subtle.Render(fit("needs a person", iw)))
 		}

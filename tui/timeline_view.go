@@ -469,6 +469,9 @@ func (v *timelineView) detail(l *tlog, sel, w int, st *theme.Styles) []string {
 	line := strings.Join(parts, " ")
 	if a.TTFT > 0 {
 		line += " · ttft " + fmtDur(a.TTFT)
+		if a.TTFText > a.TTFT {
+			line += " · first text " + fmtDur(a.TTFText)
+		}
 	}
 	line += " · took " + fmtDur(a.Duration)
 	if a.RetryAfter != nil {

@@ -46,6 +46,7 @@ type block struct {
 	// thinkingAt: when the attempt's model began thinking (reasoning
 	// deltas before any text; zero: not thinking). Issue 17.
 	thinkingAt time.Time
+	thought    string // " · thought 6s" once the text came after thinking: kept in the served-by badge
 
 	lines []string
 	w     int

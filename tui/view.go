@@ -167,7 +167,7 @@ func (m *Model) render() (string, *tea.Cursor) {
 	}
 
 	inputRow := len(lines)
-	ik := fmt.Sprintf("%d/%v/%d/%s", m.input.Position(), m.input.Focused(), m.input.Width(), m.input.Value())
+	ik := fmt.Sprintf("%d/%v/%d/%d", m.input.Position(), m.input.Focused(), m.input.Width(), m.inputGen)
 	if ik != m.inputKey {
 		m.inputKey, m.inputLine = ik, fit(m.input.View(), w-2)
 	}
