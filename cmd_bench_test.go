@@ -306,3 +306,31 @@ func TestBenchProgressPolicyOfAndETA(t *testing.T) {
 		t.Errorf("want ETA 0:33, got %q", s)
 	}
 }
+
+// Policies that run at once share one progress line: each one's share (a
+// check mark once done), the time since the start, and a newline only when
+// the last is done.
+func TestBenchParallelProgressOneLine(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	p := newParallelProgress(&b, []string{"limitscope", "naive", "nested"}, clock)
+	p("limitscope", 0, 10)
+	p("naive", 0, 10)
+	now = now.Add(21 * time.Second)
+	p("limitscope", 10, 10)
+	p("naive", 4, 10)
+	s := b.String()
+	last := s[strings.LastIndex(s, "\r"):]
+	if want := "\rlimitscope ✓ · naive 40% · nested -   0:21\x1b[K"; last != want {
+		t.Errorf("the line reads %q, want %q", last, want)
+	}
+	if strings.Contains(s, "\n") {
+		t.Errorf("a newline before every policy is done: %q", s)
+	}
+	p("nested", 10, 10)
+	p("naive", 10, 10)
+	if s := b.String(); !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+		t.Errorf("want one newline, at the end, once all are done: %q", s)
+	}
+}

@@ -59,8 +59,9 @@ type Config struct {
 	// LimitPerSecond, when positive, is the limit goodput is compared with,
 	// instead of the estimate from the response headers.
 	LimitPerSecond float64
-	// Progress, when set, is called (never concurrently) when a policy
-	// starts, with done 0, and after each call ends.
+	// Progress, when set, is called (never concurrently, even when policies
+	// run at once) when a policy starts, with done 0, and after each call
+	// ends.
 	Progress func(policy string, done, total int)
 }
 
@@ -129,9 +130,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Run runs every policy of cfg in turn, each with a Doer fresh from env, and
-// returns their figures. It stops at the first policy whose set-up fails, or
-// when ctx ends (returning the figures so far with ctx's error).
+// Run runs every policy of cfg, each with a Doer fresh from env, and
+// returns their figures in cfg's order: one after the other, or all at
+// once where env is a ParallelEnv whose Parallel says its policies'
+// providers are independent (a simulator each). It stops at the first
+// policy whose set-up fails, or when ctx ends (returning the figures so far
+// with ctx's error).
 func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -143,6 +147,9 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 	rep := &Report{Policies: []PolicyResult{}, Requests: cfg.Requests, Concurrency: cfg.Concurrency}
 	for _, t := range cfg.Chain {
 		rep.Chain = append(rep.Chain, t.String())
+	}
+	if pe, ok := env.(ParallelEnv); ok && pe.Parallel() {
+		return runParallel(ctx, cfg, env, policies, rep)
 	}
 	var prev *stream.Limits
 	for _, p := range policies {
@@ -164,6 +171,56 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("bench: %w", err)
 		}
+	}
+	return rep, nil
+}
+
+// ParallelEnv is an Env that can say its policies' runs are independent of
+// each other: each gets a provider of its own (a fresh simulator), so no
+// run's requests count against another's limits and Run may run them all
+// at once. A real account is one provider for every policy: never parallel.
+type ParallelEnv interface {
+	Env
+	Parallel() bool
+}
+
+// runParallel is Run with every policy at once: all set up first (a set-up
+// that fails releases the others and fails the run), then run together,
+// cfg.Progress still called never concurrently.
+func runParallel(ctx context.Context, cfg Config, env Env, policies []string, rep *Report) (*Report, error) {
+	doers := make([]retry.Doer, len(policies))
+	releases := make([]func(), len(policies))
+	defer func() {
+		for _, r := range releases {
+			if r != nil {
+				r()
+			}
+		}
+	}()
+	for i, p := range policies {
+		doer, release, err := env.Prepare(ctx, p, nil)
+		if err != nil {
+			return rep, fmt.Errorf("bench: preparing %s: %w", p, err)
+		}
+		doers[i], releases[i] = doer, release
+	}
+	if prog := cfg.Progress; prog != nil {
+		var mu sync.Mutex
+		cfg.Progress = func(policy string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			prog(policy, done, total)
+		}
+	}
+	results := make([]PolicyResult, len(policies))
+	var wg sync.WaitGroup
+	for i, p := range policies {
+		wg.Go(func() { results[i], _ = RunPolicy(ctx, cfg, p, doers[i]) })
+	}
+	wg.Wait()
+	rep.Policies = append(rep.Policies, results...)
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("bench: %w", err)
 	}
 	return rep, nil
 }

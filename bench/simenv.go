@@ -22,7 +22,14 @@ type SimEnv struct {
 	Stream stream.Options
 	// OnStart, when set, is told each fresh simulator's base URL ("" in memory).
 	OnStart func(policy, url string)
+	// AtOnce runs the policies at the same time (each on its own
+	// simulator, so none counts against another's limits): the run takes
+	// as long as its slowest policy, not as long as all of them.
+	AtOnce bool
 }
+
+// Parallel reports whether Run may run the policies at once (AtOnce).
+func (e *SimEnv) Parallel() bool { return e.AtOnce }
 
 // inMemoryURL is the host every in-memory request names; the in-memory
 // transport answers for any host.
