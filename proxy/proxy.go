@@ -45,14 +45,15 @@ const (
 // DefaultMaxBody bounds a request body.
 const DefaultMaxBody = 32 << 20
 
-// Options configure a Handler. Token and Doer are required.
+// Options configure a Handler. Token and Engine are required.
 type Options struct {
-	Token     string          // what callers present as their API key
-	Doer      retry.Doer      // sends attempts; normally a stream.Router
-	Clock     retry.Clock     // nil: the wall clock
-	Cooldowns retry.Cooldowns // nil: in memory, for the handler's life
-	Pacer     retry.Pacing    // nil: no pacing (retry.NewPacer() is the in-memory one)
-	Config    *Config         // nil: no aliases, default policy
+	Token string // what callers present as their API key
+	// Engine runs every proxied call: the engine the commands build
+	// (calls.Open), with its Doer, clock, cooldowns, pacer, breaker and
+	// fleet state, so a proxied call is paced, broken and cooled down with
+	// every other call of the process. The proxy builds none of its own.
+	Engine *retry.Engine
+	Config *Config // nil: no aliases, default policy
 	// DefaultPolicy is the command's policy flags: below the config file's
 	// policy and an alias's own (Config.RoutePolicy), above
 	// retry.DefaultPolicy. Zero fields: not set.
@@ -102,7 +103,6 @@ type Options struct {
 type Handler struct {
 	o      Options
 	cfg    *Config
-	cools  retry.Cooldowns
 	mux    *http.ServeMux
 	lim    limits
 	replay *replays
@@ -113,15 +113,12 @@ func New(o Options) (*Handler, error) {
 	if strings.TrimSpace(o.Token) == "" {
 		return nil, errors.New("proxy: no token")
 	}
-	if o.Doer == nil {
-		return nil, errors.New("proxy: no Doer")
+	if o.Engine == nil || o.Engine.Doer == nil {
+		return nil, errors.New("proxy: no Engine (with its Doer)")
 	}
-	h := &Handler{o: o, cfg: o.Config, cools: o.Cooldowns}
+	h := &Handler{o: o, cfg: o.Config}
 	if h.cfg == nil {
 		h.cfg = &Config{}
-	}
-	if h.cools == nil {
-		h.cools = retry.NewMemoryCooldowns()
 	}
 	if h.o.Now == nil {
 		h.o.Now = time.Now
@@ -527,7 +524,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 			cs.sse.close() // whatever happened, its goroutine ends with the handler
 		}
 	}()
-	eng := &retry.Engine{Doer: h.o.Doer, Clock: h.o.Clock, Cooldowns: h.cools, Pacer: h.o.Pacer}
+	eng := h.o.Engine
 	res := h.run(r.Context(), eng, call, cs)
 	for cs.started && cs.keep && res.Outcome != retry.OutcomeOK && res.Outcome != retry.OutcomeCancelled && r.Context().Err() == nil {
 		next, ok := continuation(call, in, cs, res)

@@ -15,7 +15,7 @@ import (
 
 // fakeTime puts the engine and the handler on one fake clock.
 func fakeTime(clock *retrytest.FakeClock) func(*Options) {
-	return func(o *Options) { o.Clock, o.Now = clock, clock.Now }
+	return func(o *Options) { o.Engine.Clock, o.Now = clock, clock.Now }
 }
 
 // threeTries is the Vercel AI SDK's loop: it retries a 503 twice more,
