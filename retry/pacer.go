@@ -245,6 +245,18 @@ func (p *Pacer) State(t stream.Target) PaceState {
 		RateLearned: g.learned, HoldSource: src, HoldAsked: asked}
 }
 
+// Queued is how many requests wait for a concurrency slot, over every
+// target: the calls-queued gauge.
+func (p *Pacer) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, g := range p.gates {
+		n += len(g.waiters)
+	}
+	return n
+}
+
 // Permit is one request's place at a target's gate: a concurrency slot from
 // Acquire, a place in the request bucket from Reserve, both given back by
 // Done (after the answer) or Cancel (when the request is not sent). The

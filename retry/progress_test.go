@@ -69,4 +69,3 @@ func TestTargetMaxCapsTheLimit(t *testing.T) {
 		t.Errorf("default ceiling %v: want %d, room for 1,000 streams", got, DefaultMaxConcurrency)
 	}
 }
-
