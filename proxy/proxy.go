@@ -680,7 +680,9 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	if cs.whole && len(cs.text) >= len(res.Text) {
 		res.Text = string(cs.text) // the whole answer: the result keeps only its first stream.Options.MaxPartialText bytes
 	}
-	setDeadline(http.NewResponseController(w), h.flow.timeout)
+	if !cs.started { // a started stream's flusher sets its own
+		setDeadline(http.NewResponseController(w), h.flow.timeout)
+	}
 	switch {
 	case cs.started && res.Outcome == retry.OutcomeOK:
 		model := servedModel(res, cs.target)

@@ -121,6 +121,7 @@ type sseOut struct {
 	gone  func(error) // the caller stopped taking the answer (called once)
 	mu    sync.Mutex
 	buf   *[]byte // pending events; guarded by mu
+	held  int     // bytes appended and not yet written (buf and the batch in write); guarded by mu
 	spare *[]byte // the flusher's
 	kick  chan struct{}
 	room  chan struct{} // the flusher took a batch
@@ -220,6 +221,9 @@ func (o *sseOut) loop() {
 				err = o.rc.Flush()
 			}
 			o.flow.add(-n)
+			o.mu.Lock()
+			o.held -= int(n)
+			o.mu.Unlock()
 			if err != nil {
 				*b = (*b)[:0]
 				o.spare = b
@@ -250,14 +254,15 @@ func (o *sseOut) text(out writer, s string) {
 	n := len(*o.buf)
 	*o.buf = out.text(*o.buf, s)
 	added := len(*o.buf) - n
+	o.held += added
 	o.mu.Unlock()
 	o.flow.add(int64(added))
 	o.signal()
 	for {
 		o.mu.Lock()
-		pending := len(*o.buf)
+		pending, held := len(*o.buf), o.held
 		o.mu.Unlock()
-		if pending == 0 || (pending < o.flow.perCall && o.flow.queued.Load() < o.flow.total) {
+		if pending == 0 || (held < o.flow.perCall && o.flow.queued.Load() < o.flow.total) {
 			return
 		}
 		o.flow.waits.Add(1)
@@ -288,6 +293,7 @@ func (o *sseOut) finish(f func([]byte) []byte) {
 	_, _ = o.w.Write(b)
 	o.flow.add(-pending)
 	*o.buf = b[:0]
+	o.held = 0
 	o.close()
 }
 
