@@ -23,7 +23,7 @@ import (
 type sseUpstream struct {
 	size, chunk int
 	requests    atomic.Int64
-	closed      atomic.Bool // the proxy closed the answer's body
+	closed      atomic.Bool // the proxy closed an answer's body
 }
 
 func (u *sseUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -45,10 +45,11 @@ type sseBody struct {
 	text    string
 	pending []byte
 	ended   bool
+	closed  bool
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
-	if b.u.closed.Load() {
+	if b.closed {
 		return 0, errors.New("closed")
 	}
 	if len(b.pending) == 0 {
@@ -69,7 +70,7 @@ func (b *sseBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *sseBody) Close() error { b.u.closed.Store(true); return nil }
+func (b *sseBody) Close() error { b.closed = true; b.u.closed.Store(true); return nil }
 
 // slowCaller is a caller's connection: it takes per bytes every every,
 // and once it has taken stopAfter bytes (0: never) it takes nothing more,
