@@ -803,7 +803,7 @@ func brokenStream(res retry.Result, caller stream.Dialect, now time.Time) *apiEr
 	if res.Err == nil || res.Outcome == retry.OutcomeCancelled {
 		return callError(res, caller, now)
 	}
-	ae := fromStream(res.Err, caller)
+	ae := fromStream(res.Err, caller, upstreamOf(res))
 	ae.message = "limitscope: the stream broke after it began and cannot be retried without repeating text: " + ae.message
 	return ae
 }

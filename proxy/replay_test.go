@@ -146,7 +146,7 @@ func TestNoAnthropicStatusForOpenAICaller(t *testing.T) {
 	if typ := dig(r.json(t), "error", "type"); typ != "overloaded_error" {
 		t.Errorf("type %v", typ)
 	}
-	if got := statusOf(&stream.Error{Class: stream.ClassOverload, Status: 498}, stream.DialectResponses); got != 503 {
+	if got := fromStream(&stream.Error{Class: stream.ClassOverload, Status: 498}, stream.DialectResponses, stream.DialectOpenAI).status; got != 503 {
 		t.Errorf("Groq's 498 to a Responses caller: %d", got)
 	}
 }
