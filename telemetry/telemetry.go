@@ -116,6 +116,7 @@ type Telemetry struct {
 	done chan struct{}
 	once sync.Once
 
+	queuedCalls           atomic.Pointer[func() int] // the calls-queued gauge's source (SetQueued)
 	queued, dropped       atomic.Uint64
 	spansEnded            atomic.Uint64
 	spansOK, spansFailed  atomic.Uint64
@@ -276,7 +277,11 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 	if len(readers) > 0 {
 		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-		if t.inst, err = newInstruments(t.mp.Meter("github.com/limitscope/limitscope/telemetry"), t); err != nil {
+		m := t.mp.Meter("github.com/limitscope/limitscope/telemetry")
+		if t.inst, err = newInstruments(m, t); err == nil {
+			err = registerQueued(m, t)
+		}
+		if err != nil {
 			t.shutdown(ctx)
 			return nil, err
 		}
