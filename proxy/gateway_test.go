@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +129,29 @@ func TestQueuedCallsCountedAndTheirWaitRecorded(t *testing.T) {
 	}
 	if pacer.Queued() != 0 {
 		t.Errorf("%d still queued", pacer.Queued())
+	}
+}
+
+// The config in the README's team section parses, and names every limit
+// with its default value (the README's "defaults shown").
+func TestREADMETeamConfig(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## A team's gateway")
+	_, rest, ok2 := strings.Cut(rest, "```json\n")
+	doc, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("no JSON config in the README's team section")
+	}
+	c, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatalf("the README's config: %v", err)
+	}
+	if c.MaxInFlight != DefaultMaxInFlight || c.MaxConcurrency != retry.DefaultMaxConcurrency || c.WriteTimeout != DefaultWriteTimeout ||
+		c.StreamBuffer != DefaultStreamBuffer || c.MaxQueued != DefaultMaxQueued || c.MaxAnswer != DefaultMaxAnswer ||
+		c.TargetMax["openai"] != retry.DefaultMaxConcurrency || c.Aliases["fast"].MaxInFlight != 500 {
+		t.Errorf("the README's config %+v does not show the defaults", c)
 	}
 }
