@@ -213,4 +213,3 @@ func TestNonReadingCallerDroppedByTheWriteTimeout(t *testing.T) {
 		}
 	})
 }
-

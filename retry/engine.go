@@ -726,6 +726,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 	if e == nil {
 		r.endAttempt(DecideDone)
 		r.res.Text = sr.Text
+		r.res.TextTruncated = sr.TextTruncated
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
 		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
