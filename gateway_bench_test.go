@@ -202,10 +202,12 @@ func pct(v []time.Duration, p float64) time.Duration {
 //	go test -run '^$' -bench 'Gateway/1000-streams' -benchtime 1x -timeout 10m .
 //	go test -run '^$' -bench 'Gateway/short-beside-500' -benchtime 1x -timeout 10m .
 //	go test -run '^$' -bench 'Gateway/20-nonreaders' -benchtime 1x -timeout 10m .
+//	go test -run '^$' -bench 'Gateway/open-loop' -benchtime 1x -timeout 30m .
 func BenchmarkGateway(b *testing.B) {
 	b.Run("1000-streams", benchThousandStreams)
 	b.Run("short-beside-500", benchShortBeside500)
 	b.Run("20-nonreaders", benchNonReaders)
+	b.Run("open-loop", benchOpenLoop)
 }
 
 // benchThousandStreams: 1,000 concurrent 30-s streams (5 tokens/s) through
@@ -309,6 +311,94 @@ func benchNonReaders(b *testing.B) {
 		b.ReportMetric(d.Seconds(), "meanwhile-ttft-s")
 		for _, body := range bodies {
 			body.Close()
+		}
+	}
+}
+
+// call makes one short streamed call ("fast") straight to the stub, through
+// the floor or through the proxy, read to its end.
+func (g *gatewayRig) shortCall(to string) error {
+	url, key, m := "http://"+g.proxyAddr+"/v1/chat/completions", g.token, "openai/fast"
+	switch to {
+	case "direct":
+		url, key, m = "http://"+g.stub.addr()+"/v1/chat/completions", "sk-bench-0123456789abcdef", "fast"
+	case "floor":
+		url, key, m = "http://"+g.floor+"/v1/chat/completions", "sk-bench-0123456789abcdef", "fast"
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"`+m+`","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"go"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && (resp.StatusCode != http.StatusOK || n == 0) {
+		err = fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
+	}
+	return err
+}
+
+// benchOpenLoop measures overhead the way gateways publish it: a
+// zero-delay upstream (the stub's "fast"), the floor's saturation measured
+// first (64 callers in a closed loop for 3 s), then an open-loop generator
+// at 25% and 50% of it, LIMITSCOPE_BENCH_OPENLOOP_N calls per rate and
+// target (default 10,000), each call's latency counted from its scheduled
+// start (no coordinated omission): the latency the proxy adds at p50, p99
+// and p99.9, against calling the stub directly and against the floor.
+func benchOpenLoop(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_N")); err == nil && v > 0 {
+		n = v
+	}
+	for b.Loop() {
+		g := newGatewayRig(b, true)
+		var done atomic.Int64
+		stop := time.Now().Add(3 * time.Second)
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					if g.shortCall("floor") == nil {
+						done.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		sat := float64(done.Load()) / 3
+		b.ReportMetric(sat, "floor-saturation-calls/s")
+		for _, share := range []float64{0.25, 0.5} {
+			every := time.Duration(float64(time.Second) / (share * sat))
+			lat := map[string][]time.Duration{}
+			for _, to := range []string{"direct", "floor", "proxy"} {
+				out := make([]time.Duration, n)
+				var failed atomic.Int64
+				start := time.Now()
+				var wg sync.WaitGroup
+				for i := range n {
+					at := start.Add(time.Duration(i) * every)
+					time.Sleep(time.Until(at)) // the open loop's schedule
+					wg.Go(func() {
+						if g.shortCall(to) != nil {
+							failed.Add(1)
+						}
+						out[i] = time.Since(at)
+					})
+				}
+				wg.Wait()
+				lat[to] = out
+				b.ReportMetric(float64(failed.Load()), fmt.Sprintf("%s-failed@%.0f%%", to, share*100))
+			}
+			for _, p := range []struct {
+				name string
+				q    float64
+			}{{"p50", 0.5}, {"p99", 0.99}, {"p99.9", 0.999}} {
+				px := pct(lat["proxy"], p.q)
+				b.ReportMetric(float64((px-pct(lat["direct"], p.q)).Microseconds())/1000, fmt.Sprintf("added-vs-direct-%s-ms@%.0f%%", p.name, share*100))
+				b.ReportMetric(float64((px-pct(lat["floor"], p.q)).Microseconds())/1000, fmt.Sprintf("added-vs-floor-%s-ms@%.0f%%", p.name, share*100))
+			}
 		}
 	}
 }
