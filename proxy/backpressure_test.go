@@ -45,11 +45,11 @@ type sseBody struct {
 	text    string
 	pending []byte
 	ended   bool
-	closed  bool
+	closed  atomic.Bool // the stream client closes a body from two goroutines
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
-	if b.closed {
+	if b.closed.Load() {
 		return 0, errors.New("closed")
 	}
 	if len(b.pending) == 0 {
@@ -70,7 +70,7 @@ func (b *sseBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *sseBody) Close() error { b.closed = true; b.u.closed.Store(true); return nil }
+func (b *sseBody) Close() error { b.closed.Store(true); b.u.closed.Store(true); return nil }
 
 // slowCaller is a caller's connection: it takes per bytes every every,
 // and once it has taken stopAfter bytes (0: never) it takes nothing more,
