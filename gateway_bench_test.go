@@ -360,6 +360,7 @@ func (g *gatewayRig) shortCall(to string) error {
 // target (default 10,000), each call's latency counted from its scheduled
 // start (no coordinated omission): the latency the proxy adds at p50, p99
 // and p99.9, against calling the stub directly and against the floor.
+// LIMITSCOPE_BENCH_OPENLOOP_SHARES (e.g. "0.05,0.1") runs other shares.
 func benchOpenLoop(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_N")); err == nil && v > 0 {
@@ -382,7 +383,16 @@ func benchOpenLoop(b *testing.B) {
 		wg.Wait()
 		sat := float64(done.Load()) / 3
 		b.ReportMetric(sat, "floor-saturation-calls/s")
-		for _, share := range []float64{0.25, 0.5} {
+		shares := []float64{0.25, 0.5}
+		if v := os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_SHARES"); v != "" { // e.g. "0.05,0.1"
+			shares = nil
+			for _, f := range strings.Split(v, ",") {
+				if x, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && x > 0 {
+					shares = append(shares, x)
+				}
+			}
+		}
+		for _, share := range shares {
 			every := time.Duration(float64(time.Second) / (share * sat))
 			lat := map[string][]time.Duration{}
 			for _, to := range []string{"direct", "floor", "proxy"} {
