@@ -113,12 +113,12 @@ func vmHWM(b *testing.B, pid int) float64 {
 // stub, and optionally the floor: httputil.ReverseProxy as a process of
 // its own over the same stub.
 type gatewayRig struct {
-	stub              *gatewayStub
-	proxyAddr, floor  string
-	token             string
-	proxy, floorCmd   *exec.Cmd
-	hc                *http.Client
-	refused, cutCalls atomic.Int64
+	stub             *gatewayStub
+	proxyAddr, floor string
+	token            string
+	proxy, floorCmd  *exec.Cmd
+	hc               *http.Client
+	refused          atomic.Int64
 }
 
 func newGatewayRig(b *testing.B, withFloor bool) *gatewayRig {
