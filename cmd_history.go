@@ -483,6 +483,9 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 	}
 	if c.Text != "" {
 		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(o.bold, "answer"), sanitize.Text(c.Text))
+		if c.TextCut {
+			fmt.Fprintf(w, "%s\n", o.paint(o.dim, fmt.Sprintf("(the history keeps the first %d bytes of this answer; the caller received all of it)", len(c.Text))))
+		}
 	}
 	if !c.HasPrompt && !c.HasText && c.Prompt == "" && c.Text == "" {
 		fmt.Fprintf(w, "\n%s\n", o.paint(o.dim, "(no text stored for this call)"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/proxy"
+	"github.com/limitscope/limitscope/retry"
 )
 
 // proxyGCPercent is the proxy's GOGC unless the environment sets one.
@@ -22,6 +23,13 @@ type proxyOpts struct {
 	config string
 	quiet  bool
 	replay time.Duration
+
+	maxInFlight  int
+	maxConc      int
+	writeTimeout time.Duration
+	streamBuffer int
+	maxQueued    int64
+	maxAnswer    int64
 }
 
 // newProxyOpts registers proxy's flags on fs.
@@ -32,7 +40,51 @@ func newProxyOpts(fs *flag.FlagSet) *proxyOpts {
 	o.calls.Register(fs)
 	fs.DurationVar(&o.replay, "replay-window", proxy.DefaultReplayWindow, "answer a caller's identical retry of a request that just failed for good from that failure, for up to this long (never past the wait it suggested); 0: off")
 	fs.BoolVar(&o.quiet, "quiet", false, "no line per call on stderr")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", proxy.DefaultMaxInFlight, "calls served at once; past it a call is refused at once with 503 and retry-after (config: max_in_flight; an alias's own max_in_flight caps its calls)")
+	fs.IntVar(&o.maxConc, "max-concurrency", retry.DefaultMaxConcurrency, "ceiling of each target's concurrent requests; the provider's request limits set it lower, and slow start grows to it as answers begin (config: max_concurrency, and targets.NAME.max_concurrency per provider or provider/model)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", proxy.DefaultWriteTimeout, "drop a caller that takes none of its answer for this long, closing its upstream request (config: write_timeout)")
+	fs.IntVar(&o.streamBuffer, "stream-buffer", proxy.DefaultStreamBuffer, "answer bytes queued for one caller; past it the call reads its upstream no faster than the caller reads (config: stream_buffer)")
+	fs.Int64Var(&o.maxQueued, "max-queued", proxy.DefaultMaxQueued, "answer bytes queued for all callers at once; past it each call waits for its caller (config: max_queued)")
+	fs.Int64Var(&o.maxAnswer, "max-answer", proxy.DefaultMaxAnswer, "largest non-streamed or buffered answer, in bytes; a larger one is an error naming this cap, never a cut answer (config: max_answer)")
 	return o
+}
+
+// applyLimits puts the limit flags given on cfg (they win over the file's)
+// after checking every limit flag: a value that is not positive is one
+// line naming the flag.
+func (o *proxyOpts) applyLimits(fs *flag.FlagSet, cfg *proxy.Config) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, k := range []struct {
+		name string
+		v    int64
+	}{
+		{"max-in-flight", int64(o.maxInFlight)}, {"max-concurrency", int64(o.maxConc)}, {"write-timeout", int64(o.writeTimeout)},
+		{"stream-buffer", int64(o.streamBuffer)}, {"max-queued", o.maxQueued}, {"max-answer", o.maxAnswer},
+	} {
+		if k.v <= 0 {
+			return fmt.Errorf("--%s must be positive, not %s", k.name, fs.Lookup(k.name).Value)
+		}
+	}
+	if given["max-in-flight"] || cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = o.maxInFlight
+	}
+	if given["max-concurrency"] || cfg.MaxConcurrency == 0 {
+		cfg.MaxConcurrency = o.maxConc
+	}
+	if given["write-timeout"] || cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = o.writeTimeout
+	}
+	if given["stream-buffer"] || cfg.StreamBuffer == 0 {
+		cfg.StreamBuffer = o.streamBuffer
+	}
+	if given["max-queued"] || cfg.MaxQueued == 0 {
+		cfg.MaxQueued = o.maxQueued
+	}
+	if given["max-answer"] || cfg.MaxAnswer == 0 {
+		cfg.MaxAnswer = o.maxAnswer
+	}
+	return nil
 }
 
 const proxyHelp = `Usage: limitscope proxy [--listen 127.0.0.1:4000] [--config FILE] [--sim] [flags]
@@ -70,6 +122,9 @@ func runProxy(ctx context.Context, a *app, args []string) int {
 	}
 	cfg, err := calls.LoadProxyConfig(o.config, o.calls, fs)
 	if err != nil {
+		return fail(err)
+	}
+	if err := o.applyLimits(fs, cfg); err != nil {
 		return fail(err)
 	}
 	replayGiven := false

@@ -63,6 +63,7 @@ func Open(ctx context.Context, env Env, f Flags, simulated bool, command string)
 		policy:    f.Policy,
 	}
 	c.Pacing = c.Pacer
+	tel.SetQueued(c.Pacer.Queued) // the calls waiting at the gates, for the proxy's /metrics
 	if err := c.openFleet(ctx, f.StateURL(env.Getenv), command, now); err != nil {
 		if f.State == "" {
 			err = fmt.Errorf("LIMITSCOPE_REDIS_URL: %w", err)

@@ -120,17 +120,26 @@ func fillPolicy(p, def retry.Policy) retry.Policy {
 	return p
 }
 
-// ProxyHandler is the proxy's handler on these calls' engine: the same
-// Doer, clock, pacer, cooldowns and history as the command's own calls.
+// ProxyHandler is the proxy's handler on these calls' engine (c.Engine):
+// the same Doer, clock, pacer, breaker, cooldowns, fleet state, telemetry
+// and history as the command's own calls.
 // events (nil: none) receives every proxied call's events (the console's
 // feed); logf (nil: silent) gets one line per call.
+//
+// The config's concurrency ceilings (max_concurrency, targets) become the
+// engine's pacer's, so call it before the engine's first call.
 func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.Call, retry.Event), logf func(string, ...any)) (*proxy.Handler, error) {
+	if cfg != nil && c.Pacer != nil {
+		if cfg.MaxConcurrency > 0 {
+			c.Pacer.MaxConcurrency = cfg.MaxConcurrency
+		}
+		if len(cfg.TargetMax) > 0 {
+			c.Pacer.TargetMax = cfg.TargetMax
+		}
+	}
 	h, err := proxy.New(proxy.Options{
 		Token:     token,
-		Doer:      c.Doer,
-		Clock:     c.env.Clock,
-		Cooldowns: c.History.Cooldowns(),
-		Pacer:     c.Pacing,
+		Engine:    c.Engine,
 		Config:    cfg,
 		Available: c.Providers.Available,
 		Events:    events,

@@ -334,3 +334,7 @@ func Shared(f *Fleet) func(d retry.Doer, local *retry.Pacer) (retry.Pacing, retr
 		return NewPacing(f, local, AccountScope(d)), NewCooldowns(f, nil)
 	}
 }
+
+// Progress passes the answer's first byte on to the local pacer's slot
+// (slow start opens a slot on progress).
+func (s *slot) Progress(now time.Time) { s.inner.Progress(now) }

@@ -74,14 +74,14 @@ func TestBrokenStreamContinuesOnBedrock(t *testing.T) {
 func TestServedByKeepsTheAccount(t *testing.T) {
 	team := stream.Target{Provider: "openai", Account: "team", Model: "gpt-5.4-mini"}
 	e := newEnv(t, chainConfig(false, team), func(o *Options) {
-		r := o.Doer.(stream.Router)
+		r := o.Engine.Doer.(stream.Router)
 		eps := map[string]stream.Endpoint{}
 		for k, v := range r.Endpoints {
 			eps[k] = v
 		}
 		eps[team.EndpointKey()] = r.Endpoints["openai"]
 		r.Endpoints = eps
-		o.Doer = r
+		o.Engine.Doer = r
 	})
 	for _, c := range []struct {
 		name, body string

@@ -69,7 +69,7 @@ func TestPolicyReachesTheEngine(t *testing.T) {
 		Policy: &retry.Policy{TriesPerTarget: 1}, Chain: []stream.Target{{Provider: "openai", Model: "a"}}}}}
 	var mu sync.Mutex
 	var pols []retry.Policy
-	_, srv := newServer(t, Options{Doer: okDoer(), Config: cfg, DefaultPolicy: retry.Policy{MaxAttempts: 7, Deadline: time.Minute},
+	_, srv := newServer(t, Options{Engine: eng(okDoer()), Config: cfg, DefaultPolicy: retry.Policy{MaxAttempts: 7, Deadline: time.Minute},
 		Events: func(c retry.Call, ev retry.Event) {
 			if ev.Kind == retry.EventCallStart {
 				mu.Lock()
@@ -165,7 +165,7 @@ func TestCommitBeforeTheAnswerCompletes(t *testing.T) {
 		onText("thanks")
 		return stream.Result{Text: "fine thanks", FinishReason: "stop"}
 	}}
-	h, err := New(Options{Token: testToken, Doer: d,
+	h, err := New(Options{Token: testToken, Engine: eng(d),
 		Record: func(c retry.Call, next func(retry.Event)) func(retry.Event) {
 			return func(ev retry.Event) {
 				if ev.Kind == retry.EventCallEnd {
@@ -237,7 +237,7 @@ func TestCommitBeforeTheAnswerCompletes(t *testing.T) {
 func TestCommitFailureIsLogged(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	_, srv := newServer(t, Options{Doer: okDoer(),
+	_, srv := newServer(t, Options{Engine: eng(okDoer()),
 		Commit: func(ctx context.Context, id string) error { return errors.New("history.db: database is locked") },
 		Logf: func(f string, a ...any) {
 			mu.Lock()

@@ -90,8 +90,8 @@ func BenchmarkProxyCallCPU(b *testing.B) {
 	up := &cannedUpstream{header: resp.Header, body: body}
 	h, err := New(Options{
 		Token: testToken,
-		Doer: stream.Router{Client: &stream.Client{HTTP: &http.Client{Transport: up}},
-			Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: "http://upstream.invalid/v1", Key: sim.FakeKey}}},
+		Engine: eng(stream.Router{Client: &stream.Client{HTTP: &http.Client{Transport: up}},
+			Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: "http://upstream.invalid/v1", Key: sim.FakeKey}}}),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -27,8 +27,15 @@ import (
 //	  },
 //	  "models": ["gemini/gemini-2.5-flash"],
 //	  "allowed_hosts": ["devbox.local"],
-//	  "replay_window": "10s"
+//	  "replay_window": "10s",
+//	  "max_in_flight": 2048, "max_concurrency": 1024,
+//	  "targets": {"openai": {"max_concurrency": 500}, "anthropic/claude-haiku-5-5": {"max_concurrency": 50}},
+//	  "write_timeout": "30s", "stream_buffer": 262144, "max_queued": 67108864, "max_answer": 33554432
 //	}
+//
+// The limits (max_in_flight, max_concurrency, the targets' max_concurrency,
+// an alias's max_in_flight, write_timeout, stream_buffer, max_queued,
+// max_answer) must be positive when named; the proxy's flags win over them.
 //
 // An alias is a chain (primary first, then fallbacks) with an optional
 // policy; a bare list is a chain with the default policy. Unknown keys are
@@ -49,6 +56,15 @@ type Config struct {
 	// ReplayWindow is the file's replay_window (nil: not named; 0: off):
 	// see Options.ReplayWindow, which wins when set.
 	ReplayWindow *time.Duration
+	// The limits below are 0 when the file does not name them; Options'
+	// own, when set, win (see Options for each).
+	MaxInFlight    int            // max_in_flight: Options.MaxInFlight
+	MaxConcurrency int            // max_concurrency: the pacer's ceiling per target (retry.Pacer.MaxConcurrency)
+	TargetMax      map[string]int // targets.*.max_concurrency by provider or provider/model (retry.Pacer.TargetMax)
+	WriteTimeout   time.Duration  // write_timeout: Options.WriteTimeout
+	StreamBuffer   int            // stream_buffer: Options.StreamBuffer
+	MaxQueued      int64          // max_queued: Options.MaxQueued
+	MaxAnswer      int64          // max_answer: Options.MaxAnswer
 }
 
 // Alias is a named route: a chain of targets and its policy.
@@ -64,6 +80,9 @@ type Alias struct {
 	// Buffered holds a streamed answer until it is complete, so that every
 	// failure stays retryable (HeaderBuffered on a request overrides it).
 	Buffered bool
+	// MaxInFlight caps the alias's calls served at once (0: only the
+	// proxy's cap); past it a call is refused with 503 and retry-after.
+	MaxInFlight int
 }
 
 // RoutePolicy is the policy of a call routed to a (the zero Alias for a
@@ -178,10 +197,16 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 }
 
 type aliasJSON struct {
-	Chain     []string    `json:"chain"`
-	Policy    *policyJSON `json:"policy"`
-	MaxTokens int         `json:"max_tokens"`
-	Buffered  bool        `json:"buffered"`
+	Chain       []string    `json:"chain"`
+	Policy      *policyJSON `json:"policy"`
+	MaxTokens   int         `json:"max_tokens"`
+	Buffered    bool        `json:"buffered"`
+	MaxInFlight *int        `json:"max_in_flight"`
+}
+
+// targetJSON is a target's (or a provider's) own limits.
+type targetJSON struct {
+	MaxConcurrency *int `json:"max_concurrency"`
 }
 
 func (a *aliasJSON) UnmarshalJSON(b []byte) error {
@@ -208,6 +233,72 @@ type configJSON struct {
 	Models       []string             `json:"models"`
 	AllowedHosts []string             `json:"allowed_hosts"`
 	ReplayWindow *duration            `json:"replay_window"`
+
+	MaxInFlight    *int                  `json:"max_in_flight"`
+	MaxConcurrency *int                  `json:"max_concurrency"`
+	Targets        map[string]targetJSON `json:"targets"`
+	WriteTimeout   *duration             `json:"write_timeout"`
+	StreamBuffer   *int                  `json:"stream_buffer"`
+	MaxQueued      *int64                `json:"max_queued"`
+	MaxAnswer      *int64                `json:"max_answer"`
+}
+
+// positive checks a named limit: absent (nil) or above zero. The error is
+// one line naming the knob.
+func positive[T int | int64](knob string, v *T) (T, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v <= 0 {
+		return 0, fmt.Errorf("%s must be a positive number, not %d", knob, *v)
+	}
+	return *v, nil
+}
+
+// limits reads the file's limits into c.
+func (cj *configJSON) limits(c *Config) error {
+	var err error
+	if c.MaxInFlight, err = positive("max_in_flight", cj.MaxInFlight); err != nil {
+		return err
+	}
+	if c.MaxConcurrency, err = positive("max_concurrency", cj.MaxConcurrency); err != nil {
+		return err
+	}
+	if c.StreamBuffer, err = positive("stream_buffer", cj.StreamBuffer); err != nil {
+		return err
+	}
+	if c.MaxQueued, err = positive("max_queued", cj.MaxQueued); err != nil {
+		return err
+	}
+	if c.MaxAnswer, err = positive("max_answer", cj.MaxAnswer); err != nil {
+		return err
+	}
+	if cj.WriteTimeout != nil {
+		if *cj.WriteTimeout <= 0 {
+			return errors.New("write_timeout must be a positive duration like 30s")
+		}
+		c.WriteTimeout = time.Duration(*cj.WriteTimeout)
+	}
+	for name, tj := range cj.Targets {
+		if !strings.Contains(name, "/") {
+			if _, ok := stream.Provider(name); !ok {
+				return fmt.Errorf("targets: %q is neither a provider nor provider/model", name)
+			}
+		} else if _, err := stream.ParseTarget(name); err != nil {
+			return fmt.Errorf("targets: %w", err)
+		}
+		n, err := positive("targets."+name+".max_concurrency", tj.MaxConcurrency)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if c.TargetMax == nil {
+				c.TargetMax = map[string]int{}
+			}
+			c.TargetMax[name] = n
+		}
+	}
+	return nil
 }
 
 // LoadConfig reads and checks a config file. Errors name the file.
@@ -238,6 +329,9 @@ func ParseConfig(b []byte) (*Config, error) {
 	if cj.ReplayWindow != nil {
 		c.ReplayWindow = ptr(time.Duration(*cj.ReplayWindow))
 	}
+	if err := cj.limits(c); err != nil {
+		return nil, err
+	}
 	if cj.Policy != nil {
 		c.Policy = cj.Policy.policy()
 		c.FailoverOnQuota = cj.Policy.FailoverOnQuota
@@ -259,6 +353,10 @@ func ParseConfig(b []byte) (*Config, error) {
 			return nil, fmt.Errorf("alias %q: max_tokens must not be negative", n)
 		}
 		a := Alias{Name: n, MaxTokens: aj.MaxTokens, Buffered: aj.Buffered}
+		var err error
+		if a.MaxInFlight, err = positive("aliases."+n+".max_in_flight", aj.MaxInFlight); err != nil {
+			return nil, err
+		}
 		for _, s := range aj.Chain {
 			t, err := stream.ParseTarget(s)
 			if err != nil {

@@ -20,48 +20,126 @@ type apiError struct {
 	code       string // the provider's code, or the proxy's
 	message    string
 	param      string
+	typ        string        // the caller's error.type, from the vocabulary ("": from the class and status)
 	retryAfter time.Duration // > 0: a retry-after header
 	retryable  bool          // no provider was called: the SDK may retry (x-should-retry: true)
 }
 
-// statusOf is the HTTP status for a provider's error: its own status when it
-// was an HTTP error, else (mid-stream, no response) the one its class stands
-// for in the caller's dialect.
-func statusOf(e *stream.Error, caller stream.Dialect) int {
-	if e.Status >= 400 && e.Status <= 599 && (caller == stream.DialectAnthropic || http.StatusText(e.Status) != "") {
-		return e.Status
-	}
-	// An OpenAI-dialect caller (Chat Completions, Responses) never gets a
-	// status of another API's own, such as Anthropic's or Bedrock's 529 or
-	// Groq's 498: its class's status in the caller's dialect stands in.
-	switch e.Class {
-	case stream.ClassQuota:
-		if e.Code == "billing_error" {
-			return http.StatusPaymentRequired
-		}
-		return http.StatusTooManyRequests
-	case stream.ClassRateLimit:
-		return http.StatusTooManyRequests
-	case stream.ClassOverload:
-		if caller == stream.DialectAnthropic {
-			return 529
-		}
-		return http.StatusServiceUnavailable
-	case stream.ClassCaller:
-		return http.StatusBadRequest
-	case stream.ClassTimeout:
-		return http.StatusGatewayTimeout
-	case stream.ClassServer:
-		if e.MidStream || e.Status == 200 {
-			return http.StatusBadGateway
-		}
-		return http.StatusInternalServerError
-	}
-	return http.StatusBadGateway // connection and anything unknown
+// errKind is a final error as callers' vocabularies tell errors apart: a
+// provider's class, with quota split into billing (until a person acts)
+// and a quota with a reset, and the provider refusing the proxy's own key
+// (authentication) apart from the caller's own mistakes.
+type errKind int
+
+const (
+	kindServer    errKind = iota // the provider failed (5xx)
+	kindOverload                 // the provider's capacity
+	kindRateLimit                // the account's per-minute budget
+	kindQuota                    // a quota with a reset (per day)
+	kindBilling                  // spend limit, credit, billing: until a person acts
+	kindCut                      // the answer broke (mid-stream, or the connection)
+	kindTimeout                  // no answer in time
+	kindCaller                   // the caller's own request is wrong
+	kindAuth                     // the provider refused the proxy's key (401, 403)
+	kindCount
+)
+
+// vocab is one caller dialect's word for a kind of error: its HTTP status,
+// error.type and code ("": none of its own).
+type vocab struct {
+	status    int
+	typ, code string
 }
 
-// fromStream is the caller's error for a provider's error.
-func fromStream(e *stream.Error, caller stream.Dialect) *apiError {
+// vocabulary is the one table of what each caller gets for each kind of
+// error, whichever provider failed: OpenAI's words for Chat Completions and
+// Responses callers (openai-go reads the status and error.code), Anthropic's
+// for Messages callers (the SDKs read error.type: 402 billing_error is a
+// spend limit, 529 overloaded_error an overload). A provider's own code
+// reaches the caller only when the provider speaks the caller's dialect
+// (sameVocabulary): an OpenAI caller never gets Anthropic's codes.
+//
+// The provider refusing the proxy's key is 502, not 401: a 401 would tell
+// the caller its proxy token is wrong; x-should-retry: false keeps the SDKs
+// from retrying it.
+var vocabulary = map[stream.Dialect]*[kindCount]vocab{
+	stream.DialectOpenAI: {
+		kindServer:    {http.StatusInternalServerError, "server_error", "server_error"},
+		kindOverload:  {http.StatusServiceUnavailable, "service_unavailable_error", "server_is_overloaded"},
+		kindRateLimit: {http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded"},
+		kindQuota:     {http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota"},
+		kindBilling:   {http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota"},
+		kindCut:       {http.StatusBadGateway, "server_error", "server_error"},
+		kindTimeout:   {http.StatusGatewayTimeout, "server_error", "timeout"},
+		kindCaller:    {http.StatusBadRequest, "invalid_request_error", ""},
+		kindAuth:      {http.StatusBadGateway, "server_error", "upstream_authentication_failed"},
+	},
+	stream.DialectAnthropic: {
+		kindServer:    {http.StatusInternalServerError, "api_error", ""},
+		kindOverload:  {529, "overloaded_error", ""},
+		kindRateLimit: {http.StatusTooManyRequests, "rate_limit_error", ""},
+		kindQuota:     {http.StatusTooManyRequests, "rate_limit_error", ""},
+		kindBilling:   {http.StatusPaymentRequired, "billing_error", ""},
+		kindCut:       {http.StatusInternalServerError, "api_error", ""},
+		kindTimeout:   {http.StatusGatewayTimeout, "timeout_error", ""},
+		kindCaller:    {http.StatusBadRequest, "invalid_request_error", ""},
+		kindAuth:      {http.StatusBadGateway, "api_error", "upstream_authentication_failed"},
+	},
+}
+
+// vocabOf is caller's table (Responses callers speak OpenAI's).
+func vocabOf(caller stream.Dialect) *[kindCount]vocab {
+	if caller == stream.DialectAnthropic {
+		return vocabulary[stream.DialectAnthropic]
+	}
+	return vocabulary[stream.DialectOpenAI]
+}
+
+// sameVocabulary reports whether a provider speaking upstream uses the
+// caller's error words.
+func sameVocabulary(upstream, caller stream.Dialect) bool {
+	family := func(d stream.Dialect) stream.Dialect {
+		if d == stream.DialectResponses {
+			return stream.DialectOpenAI
+		}
+		return d
+	}
+	return upstream != "" && family(upstream) == family(caller)
+}
+
+// kindOf is the kind of a provider's error.
+func kindOf(e *stream.Error) errKind {
+	switch e.Class {
+	case stream.ClassOverload:
+		return kindOverload
+	case stream.ClassRateLimit:
+		return kindRateLimit
+	case stream.ClassQuota:
+		if e.Delay > 0 {
+			return kindQuota
+		}
+		return kindBilling
+	case stream.ClassTimeout:
+		return kindTimeout
+	case stream.ClassConnection:
+		return kindCut
+	case stream.ClassCaller:
+		if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+			return kindAuth
+		}
+		return kindCaller
+	case stream.ClassServer:
+		if e.MidStream || e.Status == http.StatusOK {
+			return kindCut
+		}
+	}
+	return kindServer
+}
+
+// fromStream is the caller's error for a provider's error, in the caller's
+// words (vocabulary); upstream is the dialect of the provider that failed
+// ("" when unknown).
+func fromStream(e *stream.Error, caller, upstream stream.Dialect) *apiError {
 	msg := e.Message
 	if msg == "" && e.Err != nil {
 		msg = e.Err.Error()
@@ -69,7 +147,44 @@ func fromStream(e *stream.Error, caller stream.Dialect) *apiError {
 	if msg == "" {
 		msg = string(e.Class)
 	}
-	return &apiError{status: statusOf(e, caller), class: e.Class, code: e.Code, message: msg}
+	k := kindOf(e)
+	v := vocabOf(caller)[k]
+	ae := &apiError{status: v.status, class: e.Class, typ: v.typ, code: v.code, message: msg}
+	if k == kindAuth {
+		ae.message = fmt.Sprintf("limitscope proxy: the provider refused the proxy's own credentials (HTTP %d); your proxy token is fine, the key where the proxy runs is not: %s", e.Status, msg)
+	}
+	if k == kindCaller && e.Status >= 400 && e.Status < 500 && http.StatusText(e.Status) != "" {
+		ae.status = e.Status // 404, 413, 422: the provider's own word for the caller's mistake
+		ae.typ = ""          // from the status (openAIType, anthropicType)
+	}
+	if sameVocabulary(upstream, caller) && k != kindAuth {
+		// The provider speaks the caller's dialect: its own words, as the
+		// real API gives them (Anthropic's spend limit is a 429
+		// rate_limit_error with enforced_spend_limit_reached; OpenAI's
+		// credit_balance_exhausted).
+		if e.Code != "" {
+			ae.code = e.Code
+		}
+		if e.Status >= 400 && e.Status <= 599 && !e.MidStream && (caller == stream.DialectAnthropic || http.StatusText(e.Status) != "") {
+			// (never a status of another API's own, such as Groq's 498, to
+			// an OpenAI-dialect caller)
+			ae.status = e.Status
+			if caller == stream.DialectAnthropic {
+				ae.typ = "" // from its code or status (anthropicType)
+			}
+		}
+	}
+	return ae
+}
+
+// upstreamOf is the dialect of the provider a call's last attempt went to.
+func upstreamOf(res retry.Result) stream.Dialect {
+	if n := len(res.Attempts); n > 0 {
+		if info, ok := stream.Provider(res.Attempts[n-1].Target.Provider); ok {
+			return info.Dialect
+		}
+	}
+	return ""
 }
 
 // callError turns a call that did not succeed into the caller's error. now
@@ -79,7 +194,7 @@ func callError(res retry.Result, caller stream.Dialect, now time.Time) *apiError
 	if e == nil {
 		e = &stream.Error{Class: stream.ClassServer, Message: "the call ended as " + string(res.Outcome)}
 	}
-	ae := fromStream(e, caller)
+	ae := fromStream(e, caller, upstreamOf(res))
 	n := len(res.Attempts)
 	switch res.Outcome {
 	case retry.OutcomeStopped:
@@ -133,6 +248,9 @@ func setErrorHeaders(h http.Header, e *apiError) {
 
 // openAIType is the error.type an OpenAI SDK expects for an error.
 func openAIType(e *apiError) string {
+	if e.typ != "" {
+		return e.typ
+	}
 	switch e.class {
 	case stream.ClassQuota:
 		return "insufficient_quota"
@@ -163,6 +281,9 @@ var anthropicTypes = map[string]bool{
 
 // anthropicType is the error.type an Anthropic SDK expects for an error.
 func anthropicType(e *apiError) string {
+	if e.typ != "" {
+		return e.typ
+	}
 	if anthropicTypes[e.code] {
 		return e.code
 	}

@@ -61,6 +61,10 @@ func clearEnv(t testing.TB) {
 	}
 }
 
+// eng is an engine over d, as the tests' proxies run on: the commands' own
+// (calls.Open) adds the breaker, the pacer and the history's cooldowns.
+func eng(d retry.Doer) *retry.Engine { return &retry.Engine{Doer: d} }
+
 // newEnv starts a simulator and a proxy; cfg may be nil; tweak may adjust
 // the options.
 func newEnv(t testing.TB, cfg *Config, tweak func(*Options)) *env {
@@ -89,7 +93,7 @@ func newEnvSim(t testing.TB, so sim.Options, cfg *Config, tweak func(*Options)) 
 	e := &env{t: t, sim: r, up: upstream}
 	o := Options{
 		Token:  testToken,
-		Doer:   stream.Router{Client: &stream.Client{HTTP: upstream}, Endpoints: eps},
+		Engine: eng(stream.Router{Client: &stream.Client{HTTP: upstream}, Endpoints: eps}),
 		Config: cfg,
 		Events: func(c retry.Call, ev retry.Event) {
 			e.mu.Lock()

@@ -15,10 +15,22 @@ import (
 
 // The proxy's defaults as a server (see Options and ServeOptions).
 const (
-	DefaultMaxInFlight = 512              // calls in flight at once
+	DefaultMaxInFlight = 2048             // calls in flight at once: room for 1,000 streams and more
 	DefaultMaxBuffered = 128 << 20        // request body bytes held by calls in flight
 	DefaultBodyTimeout = 30 * time.Second // to read one request body
 	DefaultIdleTimeout = 15 * time.Second // a keep-alive connection left idle
+	// DefaultWriteTimeout is how long a caller may take no bytes of its
+	// answer before the proxy drops it and closes its upstream request.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultStreamBuffer is the answer bytes queued for one caller: past
+	// it the call reads its upstream no faster than the caller takes them.
+	DefaultStreamBuffer = 256 << 10
+	// DefaultMaxQueued is the answer bytes queued for all callers at once:
+	// past it each call waits for its caller to take what it has queued.
+	DefaultMaxQueued = 64 << 20
+	// DefaultMaxAnswer caps a non-streamed or buffered answer, held whole
+	// until the call ends: past it the caller gets an error naming it.
+	DefaultMaxAnswer = 32 << 20
 	// DefaultHeaderTimeout bounds reading a request's headers.
 	DefaultHeaderTimeout = 10 * time.Second
 	// commitTimeout bounds Options.Commit for one call.

@@ -103,7 +103,7 @@ func TestLoad200Streams(t *testing.T) {
 	e := newEnv(t, nil, func(o *Options) {
 		o.Events = nil
 		o.Record = rec.Sink
-		o.Cooldowns = rec.Cooldowns()
+		o.Engine.Cooldowns = rec.Cooldowns()
 	})
 	const n = 200
 	measure(t, e, n, n, true)

@@ -27,8 +27,8 @@ func TestUnknownModelExplained(t *testing.T) {
 	t.Cleanup(up.Close)
 	cfg := &Config{Models: []stream.Target{{Provider: "openai", Model: "gpt-5.4"}}}
 	h, err := New(Options{Token: testToken, Config: cfg, Available: func(p string) bool { return p == "openai" },
-		Doer: stream.Router{Client: &stream.Client{HTTP: newTestClient(t)},
-			Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: up.URL + "/v1", Key: "sk-test-0123456789"}}}})
+		Engine: eng(stream.Router{Client: &stream.Client{HTTP: newTestClient(t)},
+			Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: up.URL + "/v1", Key: "sk-test-0123456789"}}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/limitscope/limitscope/internal/sanitize"
@@ -45,14 +46,15 @@ const (
 // DefaultMaxBody bounds a request body.
 const DefaultMaxBody = 32 << 20
 
-// Options configure a Handler. Token and Doer are required.
+// Options configure a Handler. Token and Engine are required.
 type Options struct {
-	Token     string          // what callers present as their API key
-	Doer      retry.Doer      // sends attempts; normally a stream.Router
-	Clock     retry.Clock     // nil: the wall clock
-	Cooldowns retry.Cooldowns // nil: in memory, for the handler's life
-	Pacer     retry.Pacing    // nil: no pacing (retry.NewPacer() is the in-memory one)
-	Config    *Config         // nil: no aliases, default policy
+	Token string // what callers present as their API key
+	// Engine runs every proxied call: the engine the commands build
+	// (calls.Open), with its Doer, clock, cooldowns, pacer, breaker and
+	// fleet state, so a proxied call is paced, broken and cooled down with
+	// every other call of the process. The proxy builds none of its own.
+	Engine *retry.Engine
+	Config *Config // nil: no aliases, default policy
 	// DefaultPolicy is the command's policy flags: below the config file's
 	// policy and an alias's own (Config.RoutePolicy), above
 	// retry.DefaultPolicy. Zero fields: not set.
@@ -85,6 +87,24 @@ type Options struct {
 	// dialect, before its body is read.
 	MaxInFlight int
 	MaxBuffered int64
+	// WriteTimeout is how long a caller may take none of its answer's bytes
+	// (0: Config.WriteTimeout, else DefaultWriteTimeout): past it the caller
+	// is dropped, its upstream request closed, and the call recorded as
+	// ended because the caller went away.
+	WriteTimeout time.Duration
+	// StreamBuffer caps the answer bytes queued for one caller (0:
+	// Config.StreamBuffer, else DefaultStreamBuffer), MaxQueued those
+	// queued for all callers (0: Config.MaxQueued, else DefaultMaxQueued):
+	// past either, a call reads its upstream no faster than its caller
+	// takes the answer. The time a call waits on its caller is not silence
+	// on the wire: it trips none of the engine's stall or no-progress timers.
+	StreamBuffer int
+	MaxQueued    int64
+	// MaxAnswer caps a non-streamed or buffered answer, held whole until
+	// the call ends (0: Config.MaxAnswer, else DefaultMaxAnswer): past it
+	// the caller gets an error in its dialect naming the cap, never part of
+	// the answer.
+	MaxAnswer int64
 	// BodyTimeout bounds reading one request body (0: DefaultBodyTimeout);
 	// past it: 408 and the connection is closed.
 	BodyTimeout time.Duration
@@ -109,11 +129,14 @@ type Options struct {
 type Handler struct {
 	o      Options
 	cfg    *Config
-	cools  retry.Cooldowns
 	entry  http.Handler // serve, or Trace's wrapper of it
 	mux    *http.ServeMux
 	lim    limits
 	replay *replays
+	flow   *flow
+	// aliasCalls counts each capped alias's calls in flight.
+	aliasMu    sync.Mutex
+	aliasCalls map[string]int
 }
 
 // New returns the proxy's handler.
@@ -121,15 +144,12 @@ func New(o Options) (*Handler, error) {
 	if strings.TrimSpace(o.Token) == "" {
 		return nil, errors.New("proxy: no token")
 	}
-	if o.Doer == nil {
-		return nil, errors.New("proxy: no Doer")
+	if o.Engine == nil || o.Engine.Doer == nil {
+		return nil, errors.New("proxy: no Engine (with its Doer)")
 	}
-	h := &Handler{o: o, cfg: o.Config, cools: o.Cooldowns}
+	h := &Handler{o: o, cfg: o.Config}
 	if h.cfg == nil {
 		h.cfg = &Config{}
-	}
-	if h.cools == nil {
-		h.cools = retry.NewMemoryCooldowns()
 	}
 	if h.o.Now == nil {
 		h.o.Now = time.Now
@@ -137,9 +157,11 @@ func New(o Options) (*Handler, error) {
 	if h.o.MaxBody <= 0 {
 		h.o.MaxBody = DefaultMaxBody
 	}
-	if h.o.MaxInFlight <= 0 {
-		h.o.MaxInFlight = DefaultMaxInFlight
-	}
+	h.o.MaxInFlight = first(h.o.MaxInFlight, h.cfg.MaxInFlight, DefaultMaxInFlight)
+	h.o.WriteTimeout = first(h.o.WriteTimeout, h.cfg.WriteTimeout, DefaultWriteTimeout)
+	h.o.StreamBuffer = first(h.o.StreamBuffer, h.cfg.StreamBuffer, DefaultStreamBuffer)
+	h.o.MaxQueued = first(h.o.MaxQueued, h.cfg.MaxQueued, DefaultMaxQueued)
+	h.o.MaxAnswer = first(h.o.MaxAnswer, h.cfg.MaxAnswer, DefaultMaxAnswer)
 	if h.o.MaxBuffered <= 0 {
 		h.o.MaxBuffered = DefaultMaxBuffered
 	}
@@ -156,6 +178,7 @@ func New(o Options) (*Handler, error) {
 		h.replay = newReplays(h.o.ReplayWindow)
 	}
 	h.lim = limits{maxCalls: int64(h.o.MaxInFlight), maxBytes: h.o.MaxBuffered}
+	h.flow = &flow{perCall: h.o.StreamBuffer, total: h.o.MaxQueued, timeout: h.o.WriteTimeout}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
 		mux.HandleFunc(p, h.post(stream.DialectOpenAI, parseOpenAI))
@@ -184,6 +207,16 @@ func New(o Options) (*Handler, error) {
 		h.entry = o.Trace(h.entry)
 	}
 	return h, nil
+}
+
+// first returns the first positive value of vs (the last when none is).
+func first[T int | int64 | time.Duration](vs ...T) T {
+	for _, v := range vs {
+		if v > 0 {
+			return v
+		}
+	}
+	return vs[len(vs)-1]
 }
 
 // callerDialect guesses the dialect of a request for its errors.
@@ -309,6 +342,29 @@ func (h *Handler) post(d stream.Dialect, parse func([]byte) (*inbound, *apiError
 	}
 }
 
+// enterAlias takes one of a capped alias's call slots; false when they
+// are all taken.
+func (h *Handler) enterAlias(rt Alias) bool {
+	h.aliasMu.Lock()
+	defer h.aliasMu.Unlock()
+	if h.aliasCalls[rt.Name] >= rt.MaxInFlight {
+		return false
+	}
+	if h.aliasCalls == nil {
+		h.aliasCalls = map[string]int{}
+	}
+	h.aliasCalls[rt.Name]++
+	return true
+}
+
+func (h *Handler) leaveAlias(rt Alias) {
+	h.aliasMu.Lock()
+	defer h.aliasMu.Unlock()
+	if h.aliasCalls[rt.Name]--; h.aliasCalls[rt.Name] <= 0 {
+		delete(h.aliasCalls, rt.Name)
+	}
+}
+
 // route resolves a model name to a chain, policy and token cap.
 func (h *Handler) route(model string) (Alias, *apiError) {
 	avail := func(p string) bool { return h.o.Available == nil || h.o.Available(p) }
@@ -370,6 +426,8 @@ func inferProvider(model string) string {
 // callState is one call's progress toward the caller.
 type callState struct {
 	w       http.ResponseWriter
+	flow    *flow
+	gone    func(error) // the caller stopped taking the answer: ends the call
 	out     writer
 	stream  bool
 	target  stream.Target // of the attempt in flight
@@ -384,6 +442,45 @@ type callState struct {
 	// to drop: the prefill's trailing whitespace, which the caller has and
 	// the provider refuses in a prefill.
 	trim int
+	// whole: the answer is held until the call ends (not streamed, or
+	// buffered); text is the attempt's text so far, at most maxAnswer
+	// bytes, counted in flow; past them tooBig is the caller's error and
+	// cancel ends the call.
+	whole     bool
+	text      []byte
+	maxAnswer int64
+	tooBig    *apiError
+	cancel    context.CancelCauseFunc
+}
+
+// errAnswerTooBig ends a call whose held answer passed the cap.
+type errAnswerTooBig struct{ max int64 }
+
+func (e *errAnswerTooBig) Error() string {
+	return fmt.Sprintf("the answer passed the proxy's cap on a non-streamed or buffered answer (max_answer, --max-answer: %d bytes); stream it, or raise the cap", e.max)
+}
+
+// holdText adds an attempt's text to the answer held whole.
+func (cs *callState) holdText(text string) {
+	if cs.tooBig != nil {
+		return
+	}
+	if int64(len(cs.text)+len(text)) > cs.maxAnswer {
+		e := &errAnswerTooBig{max: cs.maxAnswer}
+		cs.tooBig = &apiError{status: http.StatusBadGateway, class: stream.ClassServer, code: "answer_too_large",
+			message: "limitscope proxy: " + e.Error()}
+		cs.dropWhole()
+		cs.cancel(e)
+		return
+	}
+	cs.text = append(cs.text, text...)
+	cs.flow.add(int64(len(text)))
+}
+
+// dropWhole gives the held answer's bytes back to the flow.
+func (cs *callState) dropWhole() {
+	cs.flow.add(-int64(len(cs.text)))
+	cs.text = nil
 }
 
 // event is the call's own sink: it streams text to the caller.
@@ -394,10 +491,16 @@ func (cs *callState) event(ev retry.Event) {
 			cs.target, cs.n = ev.Attempt.Target, ev.Attempt.N
 		}
 		cs.usage = nil
+		if cs.whole && cs.tooBig == nil {
+			cs.dropWhole() // a retry's answer replaces the failed attempt's
+		}
 	case retry.EventUsage:
 		cs.usage = ev.Usage
 	case retry.EventText:
 		if !cs.stream {
+			if cs.whole {
+				cs.holdText(ev.Text)
+			}
 			return
 		}
 		text := ev.Text
@@ -432,13 +535,21 @@ func (cs *callState) begin(text string) {
 	if aw, ok := cs.out.(*anthropicWriter); ok && cs.usage != nil {
 		aw.inputTokens = cs.usage.InputTokens // the upstream reported it before the text
 	}
+	rc := http.NewResponseController(cs.w)
+	setDeadline(rc, cs.flow.timeout)
 	startSSE(cs.w)
 	b := getBuf()
 	*b = cs.out.text(cs.out.start(*b, cs.target.Model), text)
-	writeFlush(cs.w, *b)
+	_, err := cs.w.Write(*b)
+	if err == nil {
+		err = rc.Flush()
+	}
 	putBuf(b)
-	cs.sse = newSSEOut(cs.w)
+	cs.sse = newSSEOut(cs.w, cs.flow, cs.gone)
 	cs.started = true
+	if err != nil {
+		cs.sse.fail(err)
+	}
 }
 
 // acceptsPrefill reports whether t continues an answer from a trailing
@@ -498,6 +609,13 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		writeError(w, e, in.dialect, id)
 		return
 	}
+	if rt.MaxInFlight > 0 {
+		if !h.enterAlias(rt) {
+			writeError(w, busy(fmt.Sprintf("%d calls of alias %q are in flight, its max_in_flight", rt.MaxInFlight, rt.Name)), in.dialect, id)
+			return
+		}
+		defer h.leaveAlias(rt)
+	}
 	pol := h.cfg.RoutePolicy(rt, h.o.DefaultPolicy)
 	// A streamed answer's text is the caller's as soon as it is written: a
 	// retry's answer must not be glued onto it. Unstreamed (or buffered),
@@ -533,7 +651,16 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	default:
 		out = newOpenAIWriter(id, now, in.includeUsage)
 	}
-	cs := &callState{w: w, out: out, stream: live}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, cancel: cancel}
+	cs.gone = func(err error) {
+		if h.o.Logf != nil {
+			h.o.Logf("proxy: call %s: %s; its upstream request is closed", id, err)
+		}
+		cancel(err)
+	}
+	defer cs.dropWhole()
 	if live {
 		for _, t := range rt.Chain[1:] {
 			cs.keep = cs.keep || acceptsPrefill(t)
@@ -544,9 +671,9 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 			cs.sse.close() // whatever happened, its goroutine ends with the handler
 		}
 	}()
-	eng := &retry.Engine{Doer: h.o.Doer, Clock: h.o.Clock, Cooldowns: h.cools, Pacer: h.o.Pacer}
-	res := h.run(r.Context(), eng, call, cs)
-	for cs.started && cs.keep && res.Outcome != retry.OutcomeOK && res.Outcome != retry.OutcomeCancelled && r.Context().Err() == nil {
+	eng := h.o.Engine
+	res := h.run(ctx, eng, call, cs)
+	for cs.started && cs.keep && res.Outcome != retry.OutcomeOK && res.Outcome != retry.OutcomeCancelled && ctx.Err() == nil {
 		next, ok := continuation(call, in, cs, res)
 		if !ok {
 			break
@@ -556,10 +683,22 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 				call.ID, len(cs.sent), next.Chain[0], next.ID)
 		}
 		call = next
-		res = h.run(r.Context(), eng, call, cs)
+		res = h.run(ctx, eng, call, cs)
 	}
-	if r.Context().Err() != nil {
-		return // the caller left; nobody to answer
+	if cs.tooBig != nil && r.Context().Err() == nil {
+		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
+		setDeadline(http.NewResponseController(w), h.flow.timeout)
+		writeError(w, cs.tooBig, in.dialect, id)
+		return
+	}
+	if ctx.Err() != nil {
+		return // the caller left, or stopped reading; nobody to answer
+	}
+	if cs.whole && len(cs.text) >= len(res.Text) {
+		res.Text = string(cs.text) // the whole answer: the result keeps only its first stream.Options.MaxPartialText bytes
+	}
+	if !cs.started { // a started stream's flusher sets its own
+		setDeadline(http.NewResponseController(w), h.flow.timeout)
 	}
 	switch {
 	case cs.started && res.Outcome == retry.OutcomeOK:
@@ -684,7 +823,7 @@ func brokenStream(res retry.Result, caller stream.Dialect, now time.Time) *apiEr
 	if res.Err == nil || res.Outcome == retry.OutcomeCancelled {
 		return callError(res, caller, now)
 	}
-	ae := fromStream(res.Err, caller)
+	ae := fromStream(res.Err, caller, upstreamOf(res))
 	ae.message = "limitscope: the stream broke after it began and cannot be retried without repeating text: " + ae.message
 	return ae
 }

@@ -15,7 +15,7 @@ import (
 
 // fakeTime puts the engine and the handler on one fake clock.
 func fakeTime(clock *retrytest.FakeClock) func(*Options) {
-	return func(o *Options) { o.Clock, o.Now = clock, clock.Now }
+	return func(o *Options) { o.Engine.Clock, o.Now = clock, clock.Now }
 }
 
 // threeTries is the Vercel AI SDK's loop: it retries a 503 twice more,
@@ -146,7 +146,7 @@ func TestNoAnthropicStatusForOpenAICaller(t *testing.T) {
 	if typ := dig(r.json(t), "error", "type"); typ != "overloaded_error" {
 		t.Errorf("type %v", typ)
 	}
-	if got := statusOf(&stream.Error{Class: stream.ClassOverload, Status: 498}, stream.DialectResponses); got != 503 {
+	if got := fromStream(&stream.Error{Class: stream.ClassOverload, Status: 498}, stream.DialectResponses, stream.DialectOpenAI).status; got != 503 {
 		t.Errorf("Groq's 498 to a Responses caller: %d", got)
 	}
 }

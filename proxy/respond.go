@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -100,21 +102,76 @@ func appendEvent(buf []byte, event string, v any) []byte {
 }
 
 // sseOut is a started stream's output. Events are appended to a buffer by
-// the call's goroutine (which never waits on the socket), and one flusher
-// goroutine writes and flushes whatever is ready, once per batch: a burst
-// of tokens costs one write, a slow stream still goes out token by token.
-// The two buffers are swapped, not reallocated, and come from a pool.
+// the call's goroutine, and one flusher goroutine writes and flushes
+// whatever is ready, once per batch: a burst of tokens costs one write, a
+// slow stream still goes out token by token. The two buffers are swapped,
+// not reallocated, and come from a pool.
+//
+// Backpressure: once the call's pending bytes reach its cap (flow.perCall),
+// or the bytes pending for all callers reach theirs (flow.total) while it
+// has some pending, the call's goroutine waits in text for its flusher to
+// take them; the engine's reading of the upstream waits with it (the time
+// spent in a text callback is not silence on the wire). Each write has the
+// write timeout as its deadline: a caller that takes nothing for that long
+// is dropped, and gone is called with the reason.
 type sseOut struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
+	flow  *flow
+	gone  func(error) // the caller stopped taking the answer (called once)
 	mu    sync.Mutex
 	buf   *[]byte // pending events; guarded by mu
+	held  int     // bytes appended and not yet written (buf and the batch in write); guarded by mu
 	spare *[]byte // the flusher's
 	kick  chan struct{}
+	room  chan struct{} // the flusher took a batch
 	stop  chan struct{}
 	done  chan struct{}
+	dead  chan struct{} // closed when a write failed: the caller is gone
+	once  sync.Once     // closes dead
 	ended bool
 }
+
+// fail marks the caller gone after a write failed with err (once).
+func (o *sseOut) fail(err error) {
+	o.once.Do(func() {
+		close(o.dead)
+		o.gone(&errCallerGone{timeout: o.flow.timeout, err: err})
+	})
+}
+
+// flow is the proxy's accounting of answer bytes queued for callers.
+type flow struct {
+	perCall int
+	total   int64
+	timeout time.Duration // a write's deadline
+	queued  atomic.Int64  // bytes pending for all callers
+	peak    atomic.Int64  // the most ever pending at once (tests read it)
+	waits   atomic.Int64  // times a call waited on its caller
+}
+
+func (f *flow) add(n int64) {
+	v := f.queued.Add(n)
+	for {
+		p := f.peak.Load()
+		if v <= p || f.peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+// errCallerGone is the cause of a call ended because its caller stopped
+// taking the answer.
+type errCallerGone struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *errCallerGone) Error() string {
+	return fmt.Sprintf("the caller went away: it took none of the answer for %s (the proxy's write timeout, --write-timeout)", e.timeout)
+}
+
+func (e *errCallerGone) Unwrap() error { return e.err }
 
 // bufPool holds stream buffers; big ones are not kept.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
@@ -130,10 +187,16 @@ func putBuf(b *[]byte) {
 	}
 }
 
+// setDeadline gives the next write to w the write timeout.
+func setDeadline(rc *http.ResponseController, d time.Duration) {
+	_ = rc.SetWriteDeadline(time.Now().Add(d)) // a writer without deadlines (tests' recorders) has none
+}
+
 // newSSEOut starts the flusher of a stream whose headers are written.
-func newSSEOut(w http.ResponseWriter) *sseOut {
-	o := &sseOut{w: w, rc: http.NewResponseController(w), buf: getBuf(), spare: getBuf(),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newSSEOut(w http.ResponseWriter, f *flow, gone func(error)) *sseOut {
+	o := &sseOut{w: w, rc: http.NewResponseController(w), flow: f, gone: gone, buf: getBuf(), spare: getBuf(),
+		kick: make(chan struct{}, 1), room: make(chan struct{}, 1), stop: make(chan struct{}),
+		done: make(chan struct{}), dead: make(chan struct{})}
 	go o.loop()
 	return o
 }
@@ -150,12 +213,30 @@ func (o *sseOut) loop() {
 		b := o.buf
 		o.buf = o.spare
 		o.mu.Unlock()
-		if len(*b) > 0 {
-			_, _ = o.w.Write(*b)
-			_ = o.rc.Flush()
+		n := int64(len(*b))
+		if n > 0 {
+			setDeadline(o.rc, o.flow.timeout)
+			_, err := o.w.Write(*b)
+			if err == nil {
+				err = o.rc.Flush()
+			}
+			o.flow.add(-n)
+			o.mu.Lock()
+			o.held -= int(n)
+			o.mu.Unlock()
+			if err != nil {
+				*b = (*b)[:0]
+				o.spare = b
+				o.fail(err)
+				return
+			}
 		}
 		*b = (*b)[:0]
 		o.spare = b
+		select {
+		case o.room <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -166,12 +247,31 @@ func (o *sseOut) signal() {
 	}
 }
 
-// text appends a delta and has it flushed.
+// text appends a delta and has it flushed; past the caps it waits for the
+// caller to take what is pending (or to be dropped).
 func (o *sseOut) text(out writer, s string) {
 	o.mu.Lock()
+	n := len(*o.buf)
 	*o.buf = out.text(*o.buf, s)
+	added := len(*o.buf) - n
+	o.held += added
 	o.mu.Unlock()
+	o.flow.add(int64(added))
 	o.signal()
+	for {
+		o.mu.Lock()
+		pending, held := len(*o.buf), o.held
+		o.mu.Unlock()
+		if pending == 0 || (held < o.flow.perCall && o.flow.queued.Load() < o.flow.total) {
+			return
+		}
+		o.flow.waits.Add(1)
+		select {
+		case <-o.room:
+		case <-o.dead:
+			return
+		}
+	}
 }
 
 // finish stops the flusher, appends the last events with f, and writes
@@ -181,9 +281,19 @@ func (o *sseOut) text(out writer, s string) {
 // its own.
 func (o *sseOut) finish(f func([]byte) []byte) {
 	o.stopFlusher()
+	select {
+	case <-o.dead:
+		o.close()
+		return
+	default:
+	}
+	pending := int64(len(*o.buf))
 	b := f(*o.buf)
+	setDeadline(o.rc, o.flow.timeout)
 	_, _ = o.w.Write(b)
-	*o.buf = b
+	o.flow.add(-pending)
+	*o.buf = b[:0]
+	o.held = 0
 	o.close()
 }
 
@@ -200,11 +310,15 @@ func (o *sseOut) stopFlusher() {
 	o.spare = nil
 }
 
-// close stops the flusher and gives the buffers back; the handler defers
-// it, so it runs whatever happened.
+// close stops the flusher and gives the buffers back, and their bytes to
+// the flow; the handler defers it, so it runs whatever happened.
 func (o *sseOut) close() {
 	o.stopFlusher()
 	if o.buf != nil {
+		o.mu.Lock()
+		o.flow.add(-int64(len(*o.buf)))
+		*o.buf = (*o.buf)[:0]
+		o.mu.Unlock()
 		putBuf(o.buf)
 		o.buf = nil
 	}

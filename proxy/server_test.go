@@ -113,7 +113,7 @@ func isReset(err error) bool {
 // connection is closed.
 func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 	d := okDoer()
-	_, srv := newServer(t, Options{Doer: d, MaxBody: 500})
+	_, srv := newServer(t, Options{Engine: eng(d), MaxBody: 500})
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, c := range []struct {
 		name, head string
@@ -157,7 +157,7 @@ func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
 // 408 and a closed connection, not a held goroutine.
 func TestBodyReadTimeout(t *testing.T) {
 	d := okDoer()
-	_, srv := newServer(t, Options{Doer: d, BodyTimeout: 30 * time.Millisecond})
+	_, srv := newServer(t, Options{Engine: eng(d), BodyTimeout: 30 * time.Millisecond})
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, c := range []struct{ name, head, body, errType string }{
 		{"openai", "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + testToken + "\r\nContent-Length: 1000", `{"model":`, "invalid_request_error"},
@@ -200,7 +200,7 @@ func TestBodyTimeoutDoesNotBoundTheCall(t *testing.T) {
 		onText("two")
 		return stream.Result{Text: "one two", FinishReason: "stop"}
 	}}
-	_, srv := newServer(t, Options{Doer: d, BodyTimeout: bodyTimeout})
+	_, srv := newServer(t, Options{Engine: eng(d), BodyTimeout: bodyTimeout})
 	e := &env{t: t, srv: srv}
 	r := e.do(e.openAIReq(`{"model":"openai/m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	s := readOpenAIStream(t, r.body)
@@ -212,7 +212,7 @@ func TestBodyTimeoutDoesNotBoundTheCall(t *testing.T) {
 // ServeWith closes a keep-alive connection left idle.
 func TestIdleConnectionClosed(t *testing.T) {
 	clearEnv(t)
-	h, err := New(Options{Token: testToken, Doer: okDoer()})
+	h, err := New(Options{Token: testToken, Engine: eng(okDoer())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 // calls in flight are not disturbed.
 func TestInFlightCap(t *testing.T) {
 	g := newGate()
-	_, srv := newServer(t, Options{Doer: g, MaxInFlight: 2})
+	_, srv := newServer(t, Options{Engine: eng(g), MaxInFlight: 2})
 	e := &env{t: t, srv: srv}
 	var wg sync.WaitGroup
 	replies := make([]reply, 2)
@@ -368,7 +368,7 @@ func TestBufferedBytesCap(t *testing.T) {
 	}
 	const n, size = 20, 30 << 20
 	g := newGate()
-	h, srv := newServer(t, Options{Doer: g})
+	h, srv := newServer(t, Options{Engine: eng(g)})
 	hc := newTestClient(t)
 	hc.Transport.(*http.Transport).ExpectContinueTimeout = time.Minute // a refused body is never sent
 	stop := heapPeak()
@@ -438,7 +438,7 @@ func TestBufferedBytesCap(t *testing.T) {
 
 // A body of unknown length (chunked) is read within the budget too.
 func TestChunkedBody(t *testing.T) {
-	_, srv := newServer(t, Options{Doer: okDoer(), MaxBody: 200 << 10, MaxBuffered: 400 << 10})
+	_, srv := newServer(t, Options{Engine: eng(okDoer()), MaxBody: 200 << 10, MaxBuffered: 400 << 10})
 	e := &env{t: t, srv: srv}
 	send := func(n int) reply {
 		req := e.openAIReq("")
@@ -461,7 +461,7 @@ var _ retry.Doer = (*funcDoer)(nil)
 // A caller that sends its whole (large) body at once still reads the
 // refusal, not a connection reset: the server half-closes and lingers.
 func TestRefusalReachesAnEagerCaller(t *testing.T) {
-	_, srv := newServer(t, Options{Doer: okDoer(), MaxBody: 1 << 20})
+	_, srv := newServer(t, Options{Engine: eng(okDoer()), MaxBody: 1 << 20})
 	e := &env{t: t, srv: srv}
 	for i := range 5 {
 		req := e.openAIReq("")

@@ -133,7 +133,7 @@ func TestConversationReachesTheDoer(t *testing.T) {
 	d := retrytest.NewDoer().Always("anthropic/claude-haiku-5-5", retrytest.OK("fine"))
 	var recorded []retry.Call
 	var mu sync.Mutex
-	h, err := New(Options{Token: testToken, Doer: d, Record: func(c retry.Call, next func(retry.Event)) func(retry.Event) {
+	h, err := New(Options{Token: testToken, Engine: eng(d), Record: func(c retry.Call, next func(retry.Event)) func(retry.Event) {
 		mu.Lock()
 		recorded = append(recorded, c)
 		mu.Unlock()
@@ -189,7 +189,7 @@ func TestCallerLeavesCancels(t *testing.T) {
 		return stream.Result{Err: &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()}}
 	})
 	ended := make(chan retry.Result, 1)
-	h, _ := New(Options{Token: testToken, Doer: d, Events: func(c retry.Call, ev retry.Event) {
+	h, _ := New(Options{Token: testToken, Engine: eng(d), Events: func(c retry.Call, ev retry.Event) {
 		if ev.Kind == retry.EventCallEnd {
 			ended <- *ev.Result
 		}
@@ -217,7 +217,7 @@ func TestCallerLeavesCancels(t *testing.T) {
 }
 
 func TestNewRequiresTokenAndDoer(t *testing.T) {
-	if _, err := New(Options{Doer: retrytest.NewDoer()}); err == nil {
+	if _, err := New(Options{Engine: eng(retrytest.NewDoer())}); err == nil {
 		t.Error("no token accepted")
 	}
 	if _, err := New(Options{Token: "x"}); err == nil {

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -99,7 +100,7 @@ func TestMessageStartUsageIsTheServingAttempts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			cs := &callState{w: rec, out: newAnthropicWriter("id"), stream: true}
+			cs := &callState{w: rec, out: newAnthropicWriter("id"), stream: true, flow: &flow{perCall: DefaultStreamBuffer, total: DefaultMaxQueued, timeout: time.Second}, gone: func(error) {}}
 			for _, ev := range append(c.evs, retry.Event{Kind: retry.EventText, Text: "Hello"}) {
 				cs.event(ev)
 			}

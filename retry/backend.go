@@ -48,6 +48,12 @@ type Slot interface {
 	Done(r *stream.Result, now time.Time)
 }
 
+// Progresser is a Slot that learns when its request's answer began (the
+// first byte or token), before it ends: Permit.Progress calls it.
+type Progresser interface {
+	Progress(now time.Time)
+}
+
 // ContextCooldowns is a Cooldowns whose reads take a context (a backend over
 // the network, or a file that must not be waited on). The engine uses
 // GetContext, when a Cooldowns has it, with the call's context, before each

@@ -335,7 +335,7 @@ func (r *run) target(t stream.Target, next bool) step {
 				return s
 			}
 		}
-		sr, why := r.send(t, paced)
+		sr, why := r.send(t, paced, permit)
 		r.record(t, probe, breakerOutcome(&sr, why))
 		if sr.Err != nil && sr.Err.Class == stream.ClassQuota {
 			// Before the slot is given back, so no call queued for it
@@ -587,17 +587,26 @@ const (
 	endedByDeadline                   // the call's deadline passed in flight
 )
 
-// send makes one attempt and records it.
-func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attemptEnd) {
+// send makes one attempt and records it. permit (nil: none) learns when
+// the answer begins (Permit.Progress).
+func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream.Result, attemptEnd) {
 	start := r.clock.Now()
 	a := Attempt{N: len(r.res.Attempts) + 1, Target: t, StartedAt: start, Paced: paced}
 	ac := a
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
 	r.textSent = false
+	began := false
+	progress := func() {
+		if !began {
+			began = true
+			permit.Progress(r.clock.Now())
+		}
+	}
 	onText := func(s string) {
 		if s == "" {
 			return
 		}
+		progress()
 		if !r.textSent {
 			r.textSent = true
 			if r.pol.NoRetryAfterText {
@@ -608,12 +617,14 @@ func (r *run) send(t stream.Target, paced time.Duration) (stream.Result, attempt
 	}
 	thinking := false
 	onThinking := func() {
+		progress()
 		if !thinking && !r.textSent {
 			thinking = true
 			r.emit(Event{Kind: EventThinking, Time: r.clock.Now()})
 		}
 	}
 	onUsage := func(u stream.Usage) {
+		progress()
 		if !r.textSent {
 			r.emit(Event{Kind: EventUsage, Time: r.clock.Now(), Usage: &u})
 		}
@@ -716,6 +727,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 	if e == nil {
 		r.endAttempt(DecideDone)
 		r.res.Text = sr.Text
+		r.res.TextTruncated = sr.TextTruncated
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
 		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
@@ -987,7 +999,14 @@ func (r *run) cancelled(err error) Result {
 	if err == nil {
 		err = context.Canceled
 	}
-	return r.finish(OutcomeCancelled, &stream.Error{Class: stream.ClassCancelled, Message: "cancelled", Err: err})
+	msg := "cancelled"
+	if cause := context.Cause(r.ctx); cause != nil && cause != err {
+		// Whoever cancelled said why (a proxy's caller that went away):
+		// the history keeps it.
+		msg = "cancelled: " + cause.Error()
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return r.finish(OutcomeCancelled, &stream.Error{Class: stream.ClassCancelled, Message: msg, Err: err})
 }
 
 func (r *run) finish(o Outcome, err *stream.Error) Result {

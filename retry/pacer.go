@@ -26,7 +26,9 @@ import (
 //   - a token hold: when a tokens window has less left than one request
 //     uses, the next request waits until one request's tokens fit;
 //   - a concurrency limit with slow start (SlowStart, growing by one per
-//     success until a response's headers tell the limit or a 429 arrives),
+//     request that makes progress, its first byte of answer (Permit.Progress)
+//     or, for a request that reports none, its success, until a response's
+//     headers tell the limit or a 429 arrives),
 //     halving on a rate_limit or overload answer and growing back by about
 //     one per limit's worth of successes (AIMD), never above MaxConcurrency
 //     and, with Ramp, never faster than the ramp rule allows;
@@ -42,12 +44,20 @@ import (
 //     a server's delay still holds every request. A target whose answers do
 //     carry a per-minute requests window is paced from the headers alone.
 type Pacer struct {
-	SlowStart      int           // concurrency before the first headers (default 2)
-	MaxConcurrency int           // ceiling of the concurrency limit (default 64)
-	Burst          time.Duration // requests let through at once, in refill time (default 1s: one second's worth)
-	Ramp           *Ramp         // nil: no ramp rule
-	RateWindow     time.Duration // learned rate: successes counted over this span at a 429 (default 1s)
-	RateGrowth     float64       // learned rate: additive growth, requests/s per second (default 0.25)
+	SlowStart int // concurrency before the first headers (default 2)
+	// MaxConcurrency is the ceiling of every target's concurrency limit
+	// (default DefaultMaxConcurrency); a response's request limit sets the
+	// limit below it.
+	MaxConcurrency int
+	// TargetMax is a ceiling per target ("provider/model", or
+	// "provider@account/model") or per provider ("openai"), below or above
+	// MaxConcurrency; the target's own entry wins over its provider's. Set
+	// it before the first use.
+	TargetMax  map[string]int
+	Burst      time.Duration // requests let through at once, in refill time (default 1s: one second's worth)
+	Ramp       *Ramp         // nil: no ramp rule
+	RateWindow time.Duration // learned rate: successes counted over this span at a 429 (default 1s)
+	RateGrowth float64       // learned rate: additive growth, requests/s per second (default 0.25)
 
 	mu    sync.Mutex
 	gates map[string]*gate
@@ -100,6 +110,7 @@ type gate struct {
 	name string
 
 	// concurrency
+	max      float64 // the ceiling (Pacer.ceiling)
 	limit    float64
 	known    bool // slow start is over
 	inflight int
@@ -138,11 +149,28 @@ func (p *Pacer) slowStart() float64 {
 	return 2
 }
 
+// DefaultMaxConcurrency is the default ceiling of a target's concurrency
+// limit: high enough for 1,000 concurrent streams when the provider's
+// request limits allow them (its headers set the limit below it).
+const DefaultMaxConcurrency = 1024
+
 func (p *Pacer) maxConc() float64 {
 	if p.MaxConcurrency > 0 {
 		return float64(p.MaxConcurrency)
 	}
-	return 64
+	return DefaultMaxConcurrency
+}
+
+// ceiling is t's concurrency ceiling: its TargetMax entry, its provider's,
+// else MaxConcurrency.
+func (p *Pacer) ceiling(t stream.Target) float64 {
+	if n, ok := p.TargetMax[t.String()]; ok && n > 0 {
+		return float64(n)
+	}
+	if n, ok := p.TargetMax[t.Provider]; ok && n > 0 {
+		return float64(n)
+	}
+	return p.maxConc()
 }
 
 func (p *Pacer) burstTime() time.Duration {
@@ -160,7 +188,8 @@ func (p *Pacer) gateLocked(t stream.Target) *gate {
 	k := t.String()
 	g := p.gates[k]
 	if g == nil {
-		g = &gate{name: k, limit: math.Min(p.slowStart(), p.maxConc())}
+		ceil := p.ceiling(t)
+		g = &gate{name: k, max: ceil, limit: math.Min(p.slowStart(), ceil)}
 		p.gates[k] = g
 	}
 	return g
@@ -216,6 +245,18 @@ func (p *Pacer) State(t stream.Target) PaceState {
 		RateLearned: g.learned, HoldSource: src, HoldAsked: asked}
 }
 
+// Queued is how many requests wait for a concurrency slot, over every
+// target: the calls-queued gauge.
+func (p *Pacer) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, g := range p.gates {
+		n += len(g.waiters)
+	}
+	return n
+}
+
 // Permit is one request's place at a target's gate: a concurrency slot from
 // Acquire, a place in the request bucket from Reserve, both given back by
 // Done (after the answer) or Cancel (when the request is not sent). The
@@ -239,6 +280,18 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	return pm.slot.Reserve(now)
 }
 
+// Progress tells the gate the request's answer began (its first byte or
+// token): during slow start it opens a slot. Backends whose Slot is not a
+// Progresser ignore it; a second call does nothing.
+func (pm *Permit) Progress(now time.Time) {
+	if pm == nil || pm.slot == nil {
+		return
+	}
+	if ps, ok := pm.slot.(Progresser); ok {
+		ps.Progress(now)
+	}
+}
+
 // Cancel gives back the slot and the bucket place of a request not sent.
 func (pm *Permit) Cancel(now time.Time) {
 	if pm == nil || pm.slot == nil {
@@ -258,14 +311,32 @@ func (pm *Permit) Done(r *stream.Result, now time.Time) {
 
 // memSlot is the in-memory Pacer's Slot.
 type memSlot struct {
-	p         *Pacer
-	g         *gate
-	seq       uint64
-	sentAt    time.Time // when it is sent: the end of its pacing wait
-	reserved  bool
-	tatBefore time.Time
-	tatAfter  time.Time
-	closed    bool
+	p          *Pacer
+	g          *gate
+	seq        uint64
+	sentAt     time.Time // when it is sent: the end of its pacing wait
+	reserved   bool
+	tatBefore  time.Time
+	tatAfter   time.Time
+	closed     bool
+	progressed bool // Progress was called
+}
+
+// Progress implements Progresser: during slow start, a request whose
+// answer began opens one more slot at once, so a fresh target's long
+// streams do not wait for each other to end.
+func (pm *memSlot) Progress(now time.Time) {
+	pm.p.mu.Lock()
+	defer pm.p.mu.Unlock()
+	if pm.closed || pm.progressed {
+		return
+	}
+	pm.progressed = true
+	g := pm.g
+	if !g.known {
+		pm.p.grow(g, g.limit+1, now)
+		g.grantLocked()
+	}
 }
 
 var _ Pacing = (*Pacer)(nil)
@@ -407,7 +478,7 @@ func (pm *memSlot) Done(r *stream.Result, now time.Time) {
 	if sent.IsZero() { // never reserved
 		sent = now
 	}
-	pm.p.observeLocked(g, pm.seq, sent, r, now)
+	pm.p.observeLocked(g, pm.seq, sent, r, now, pm.progressed)
 	g.grantLocked()
 }
 
@@ -417,13 +488,15 @@ func (p *Pacer) Observe(t stream.Target, r *stream.Result, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gateLocked(t)
-	p.observeLocked(g, g.seq, now, r, now)
+	p.observeLocked(g, g.seq, now, r, now, false)
 	g.grantLocked()
 }
 
 // observeLocked feeds g with the answer r, received at now, to the request
 // numbered seq sent at sent.
-func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Result, now time.Time) {
+// progressed: the request already opened its slow-start slot at its first
+// byte (memSlot.Progress), so its success adds none.
+func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Result, now time.Time, progressed bool) {
 	if r == nil {
 		return
 	}
@@ -496,8 +569,8 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 		if !g.known {
 			if w := r.Limits; w != nil && w.Requests != nil && w.Requests.HasRemaining && !w.Requests.PerDay {
 				g.known = true
-				p.grow(g, math.Max(g.limit, math.Min(float64(w.Requests.Remaining), p.maxConc())), now)
-			} else {
+				p.grow(g, math.Max(g.limit, math.Min(float64(w.Requests.Remaining), g.max)), now)
+			} else if !progressed {
 				p.grow(g, g.limit+1, now)
 			}
 		} else {
@@ -578,7 +651,7 @@ func (p *Pacer) setBurstLocked(g *gate) {
 // grow raises the concurrency limit towards to, within MaxConcurrency and
 // the ramp rule.
 func (p *Pacer) grow(g *gate, to float64, now time.Time) {
-	to = math.Min(to, p.maxConc())
+	to = math.Min(to, g.max)
 	if rp := p.Ramp; rp != nil && to > rp.Threshold {
 		growth, period := rp.Growth, rp.Period
 		if growth <= 0 {

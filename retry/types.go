@@ -215,9 +215,12 @@ type Event struct {
 
 // Result is how a call ended, with every attempt.
 type Result struct {
-	CallID        string
-	Outcome       Outcome
-	Text          string // the serving attempt's text only
+	CallID  string
+	Outcome Outcome
+	Text    string // the serving attempt's text only
+	// TextTruncated: the sink got more of the serving attempt's text than
+	// Text keeps (the stream client's MaxPartialText).
+	TextTruncated bool
 	FinishReason  string
 	Usage         *stream.Usage
 	ServedBy      *stream.Target // provider, and the model as the serving provider reported it

@@ -172,6 +172,9 @@ const (
 	textPrompt  byte = 'p'
 	textAnswer  byte = 'a'
 	textPartial byte = 'x'
+	// textCut marks an answer the history keeps less of than the caller
+	// received (retry.Result.TextTruncated); its value is one byte, 1.
+	textCut byte = 'c'
 )
 
 func textKey(call []byte, kind byte, n int) []byte {

@@ -390,6 +390,8 @@ func (r *Reader) Show(ctx context.Context, id string) (*Call, error) {
 					call.Prompt = string(tv)
 				case textAnswer:
 					call.Text = string(tv)
+				case textCut:
+					call.TextCut = true
 				case textPartial:
 					for i := range call.AttemptsList {
 						if call.AttemptsList[i].N == n {
@@ -840,6 +842,7 @@ func fillText(text *bolt.Bucket, k, v []byte, call *Call) {
 	}
 	if a := text.Get(textKey(k, textAnswer, 0)); a != nil {
 		call.Text = string(a)
+		call.TextCut = text.Get(textKey(k, textCut, 0)) != nil
 	}
 	for i := range call.AttemptsList {
 		if p := text.Get(textKey(k, textPartial, call.AttemptsList[i].N)); p != nil {

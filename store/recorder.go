@@ -754,6 +754,9 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue, fromJournal bool) (touchedCa
 			if res.Text != "" && !noContent {
 				c.HasText = true
 				textPuts = append(textPuts, kv{textKey(cs.key, textAnswer, 0), []byte(res.Text)})
+				if res.TextTruncated {
+					textPuts = append(textPuts, kv{textKey(cs.key, textCut, 0), []byte{1}})
+				}
 			}
 		}
 	}

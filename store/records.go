@@ -100,8 +100,11 @@ type Call struct {
 	// looks its session up).
 	Mode string
 	// Filled by Show only.
-	Prompt       string
-	Text         string
+	Prompt string
+	Text   string
+	// TextCut: the caller received more of the answer than Text keeps
+	// (the stream client keeps the first 1 MiB of an answer's text).
+	TextCut      bool
 	AttemptsList []retry.Attempt
 	Full         bool // the record was decoded in full
 }

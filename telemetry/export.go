@@ -247,7 +247,7 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 	tokLeft := gauge(MetricTokensRemaining, "{token}", "Tokens left in each token rate-limit window, from the latest response's headers.")
 	tokLimit := gauge(MetricTokensLimit, "{token}", "Tokens allowed in each token rate-limit window, from the latest response's headers.")
 	inFlight := gauge(MetricProxyInFlight, "{call}", "Calls the proxy is serving.")
-	queued := gauge(MetricProxyQueued, "{call}", "Calls waiting for one of the proxy's slots.")
+	queued := gauge(MetricProxyQueued, "{call}", "Calls waiting for a concurrency slot at a target's gate (the proxy's queue).")
 	if len(slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })) == 0 {
 		_, err := m.RegisterCallback(t.gauges.observe(reqLeft, reqLimit, tokLeft, tokLimit), reqLeft, reqLimit, tokLeft, tokLimit)
 		add(err)
@@ -255,7 +255,11 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 			if f := t.proxyInFlight.Load(); f != nil {
 				o.ObserveInt64(inFlight, (*f)())
 			}
-			o.ObserveInt64(queued, t.proxyQueued.Load())
+			n := 0
+			if f := t.queuedCalls.Load(); f != nil {
+				n = (*f)()
+			}
+			o.ObserveInt64(queued, int64(n))
 			return nil
 		}, inFlight, queued)
 		add(err)

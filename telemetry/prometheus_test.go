@@ -129,7 +129,7 @@ func TestProxyMetricsScrape(t *testing.T) {
 	if resp, _ := do(t, srv, "GET", "/metrics", "wrong-token", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/metrics with a wrong token: %d, want 401", resp.StatusCode)
 	}
-	cs.Telemetry.SetProxyQueued(3) // the concurrency gate's hook
+	cs.Telemetry.SetQueued(func() int { return 3 }) // the concurrency gate's hook
 	fams, b := scrape(t, cs, srv)
 	for name, typ := range map[string]dto.MetricType{
 		"gen_ai_client_operation_duration_seconds":              dto.MetricType_HISTOGRAM,

@@ -206,12 +206,13 @@ func (t *Telemetry) Bound(targets []stream.Target) {
 	t.bounds.Store(b)
 }
 
-// SetProxyQueued sets the proxy's calls waiting for a slot (the
-// limitscope.proxy.calls.queued gauge): the proxy's concurrency gate calls
-// it whenever the count changes. Safe for concurrent use, and on nil.
-func (t *Telemetry) SetProxyQueued(n int64) {
-	if t != nil {
-		t.proxyQueued.Store(n)
+// SetQueued names what the limitscope.proxy.calls.queued gauge reads: the
+// calls waiting for a concurrency slot at a target's gate (the engine's
+// pacer's Queued), read whenever metrics are collected; until it is called
+// the gauge reads 0. Safe on nil.
+func (t *Telemetry) SetQueued(f func() int) {
+	if t != nil && f != nil {
+		t.queuedCalls.Store(&f)
 	}
 }
 

@@ -138,7 +138,6 @@ type Telemetry struct {
 	latest        bool // semantic-conventions-genai's names (EnvSemconvOptIn)
 	baseURL       func(stream.Target) string
 	bounds        atomic.Pointer[labelBounds] // the model label values kept (nil: the first maxModels)
-	proxyQueued   atomic.Int64
 	proxyInFlight atomic.Pointer[func() int64]
 	prom          http.Handler
 	stderr        io.Writer
@@ -160,6 +159,7 @@ type Telemetry struct {
 	done   chan struct{}
 	once   sync.Once
 
+	queuedCalls           atomic.Pointer[func() int] // the calls-queued gauge's source (SetQueued)
 	queued, dropped       atomic.Uint64
 	spansEnded            atomic.Uint64
 	spansOK, spansFailed  atomic.Uint64
@@ -331,7 +331,9 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 	if len(readers) > 0 {
 		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-		if t.inst, err = newInstruments(t.mp.Meter("github.com/limitscope/limitscope/telemetry"), t); err != nil {
+		m := t.mp.Meter("github.com/limitscope/limitscope/telemetry")
+		t.inst, err = newInstruments(m, t)
+		if err != nil {
 			t.shutdown(ctx)
 			return nil, err
 		}

@@ -635,6 +635,10 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	if s.proxied && i >= p.inChain {
 		extra += " · via proxy"
 	}
+	if s.hasPace && s.pace.Queued > 0 {
+		// Calls (the proxy's among them) waiting for a concurrency slot.
+		extra += fmt.Sprintf(" · %d queued, %d/%d slots busy", s.pace.Queued, s.pace.InFlight, s.pace.Concurrency)
+	}
 	if u := p.fleetUsage(s.info.Target, now); u != "" {
 		extra += " · " + u
 	}

@@ -1,0 +1,215 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
+)
+
+// sseUpstream is an OpenAI upstream whose answer is size bytes of text,
+// made as it is read, at full speed, in chunks of chunk bytes.
+type sseUpstream struct {
+	size, chunk int
+	requests    atomic.Int64
+	closed      atomic.Bool // the proxy closed an answer's body
+}
+
+func (u *sseUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	u.requests.Add(1)
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "text/event-stream")
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Request: r, ContentLength: -1,
+		Body: &sseBody{u: u, left: u.size, text: strings.Repeat("a", u.chunk)}}, nil
+}
+
+// sseBody is the answer's body.
+type sseBody struct {
+	u       *sseUpstream
+	left    int
+	text    string
+	pending []byte
+	ended   bool
+	closed  atomic.Bool // the stream client closes a body from two goroutines
+}
+
+func (b *sseBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("closed")
+	}
+	if len(b.pending) == 0 {
+		switch {
+		case b.left > 0:
+			n := min(b.left, len(b.text))
+			b.left -= n
+			b.pending = []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + b.text[:n] + `"},"finish_reason":null}]}` + "\n\n")
+		case !b.ended:
+			b.ended = true
+			b.pending = []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+		default:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
+}
+
+func (b *sseBody) Close() error { b.closed.Store(true); b.u.closed.Store(true); return nil }
+
+// slowCaller is a caller's connection: it takes per bytes every every,
+// and once it has taken stopAfter bytes (0: never) it takes nothing more,
+// so a write waits until its deadline and fails as a socket's does.
+type slowCaller struct {
+	hdr       http.Header
+	status    int
+	per       int
+	every     time.Duration
+	stopAfter int64
+	deadline  time.Time
+	got       int64
+	tail      []byte // the last bytes taken
+}
+
+func (w *slowCaller) Header() http.Header { return w.hdr }
+func (w *slowCaller) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+}
+func (w *slowCaller) SetWriteDeadline(t time.Time) error { w.deadline = t; return nil }
+func (w *slowCaller) FlushError() error                  { return nil }
+
+func (w *slowCaller) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	n := 0
+	for n < len(p) {
+		if w.stopAfter > 0 && w.got >= w.stopAfter {
+			time.Sleep(time.Until(w.deadline)) // the fake clock of the bubble
+			return n, os.ErrDeadlineExceeded
+		}
+		k := min(w.per, len(p)-n)
+		time.Sleep(w.every)
+		if !w.deadline.IsZero() && time.Now().After(w.deadline) {
+			return n, os.ErrDeadlineExceeded
+		}
+		w.tail = append(w.tail, p[n:n+k]...)
+		if len(w.tail) > 256 {
+			w.tail = w.tail[len(w.tail)-256:]
+		}
+		n += k
+		w.got += int64(k)
+	}
+	return n, nil
+}
+
+// backpressureProxy is a proxy over up with the given stream buffer, and
+// the call_end results it recorded.
+func backpressureProxy(t *testing.T, up *sseUpstream, o Options) (*Handler, func() []retry.Result) {
+	var mu sync.Mutex
+	var ends []retry.Result
+	o.Token = testToken
+	o.Engine = &retry.Engine{Doer: stream.Router{Client: &stream.Client{HTTP: &http.Client{Transport: up}},
+		Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: "http://upstream.invalid/v1", Key: "sk-test-0123456789abcdef"}}}}
+	o.Record = func(c retry.Call, next func(retry.Event)) func(retry.Event) {
+		return func(ev retry.Event) {
+			if ev.Kind == retry.EventCallEnd && ev.Result != nil {
+				mu.Lock()
+				ends = append(ends, *ev.Result)
+				mu.Unlock()
+			}
+			next(ev)
+		}
+	}
+	h, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, func() []retry.Result { mu.Lock(); defer mu.Unlock(); return ends }
+}
+
+func streamRequest(t *testing.T) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-5.4-mini","stream":true,"messages":[{"role":"user","content":"a long one"}]}`))
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	r.Host = "127.0.0.1"
+	return r
+}
+
+// A caller reading 64 KB every 50 ms gets a whole 50 MiB answer in one
+// attempt: the proxy reads the upstream no faster than the caller takes
+// the answer (never more than the stream buffer and one event pending), and
+// the time it waits on the caller trips none of the engine's stall,
+// no-progress or deadline timers. On the bubble's fake clock: about 41 s
+// of reading in well under a second.
+func TestSlowReaderGetsAWhole50MiBInOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size, chunk = 50 << 20, 32 << 10
+		up := &sseUpstream{size: size, chunk: chunk}
+		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 256 << 10})
+		w := &slowCaller{hdr: http.Header{}, per: 64 << 10, every: 50 * time.Millisecond}
+		start := time.Now()
+		h.ServeHTTP(w, streamRequest(t))
+		took := time.Since(start)
+		res := ends()
+		if w.status != http.StatusOK || len(res) != 1 || res[0].Outcome != retry.OutcomeOK || len(res[0].Attempts) != 1 || up.requests.Load() != 1 {
+			t.Fatalf("status %d, results %+v, %d upstream requests: want one attempt, answered", w.status, res, up.requests.Load())
+		}
+		if w.got < size || !bytes.Contains(w.tail, []byte("data: [DONE]")) {
+			t.Errorf("the caller got %d bytes, ending %q: want more than %d and the end", w.got, w.tail, size)
+		}
+		// 50 MiB at 64 KB per 50 ms is about 41 s: the caller's pace.
+		if took < 40*time.Second || took > 2*time.Minute {
+			t.Errorf("the answer took %s on the fake clock, want about 41 s", took)
+		}
+		if peak := h.flow.peak.Load(); peak > 256<<10+2*chunk {
+			t.Errorf("%d bytes were queued for the caller at once, want at most the buffer and one event", peak)
+		}
+		if h.flow.waits.Load() == 0 || h.flow.queued.Load() != 0 {
+			t.Errorf("the call waited on its caller %d times, %d bytes still counted", h.flow.waits.Load(), h.flow.queued.Load())
+		}
+	})
+}
+
+// A caller that stops reading is dropped once it has taken nothing for
+// the write timeout: its upstream request is closed and the call recorded
+// as ended because the caller went away.
+func TestNonReadingCallerDroppedByTheWriteTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &sseUpstream{size: 50 << 20, chunk: 32 << 10}
+		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 128 << 10, WriteTimeout: 5 * time.Second})
+		w := &slowCaller{hdr: http.Header{}, per: 64 << 10, every: time.Millisecond, stopAfter: 1 << 20}
+		start := time.Now()
+		h.ServeHTTP(w, streamRequest(t))
+		took := time.Since(start)
+		res := ends()
+		if len(res) != 1 || res[0].Outcome != retry.OutcomeCancelled || res[0].Err == nil ||
+			!strings.Contains(res[0].Err.Message, "the caller went away") || !strings.Contains(res[0].Err.Message, "5s") {
+			t.Fatalf("results %+v: want the call cancelled because the caller went away", res)
+		}
+		if !up.closed.Load() || up.requests.Load() != 1 {
+			t.Errorf("upstream closed %v after %d requests: want its one request closed", up.closed.Load(), up.requests.Load())
+		}
+		if took < 5*time.Second || took > 10*time.Second {
+			t.Errorf("dropped after %s, want the 5 s write timeout", took)
+		}
+		if w.got > 2<<20 || h.flow.queued.Load() != 0 {
+			t.Errorf("the caller took %d bytes; %d still counted as queued", w.got, h.flow.queued.Load())
+		}
+	})
+}
