@@ -147,8 +147,12 @@ func (c *Cooldowns) decode(k string, v any) (retry.Cooldown, readStatus) {
 	if !ok || len(r) != 3 {
 		return retry.Cooldown{}, readBad
 	}
-	st, _ := r[0].(int64)
+	st, ok := r[0].(int64)
 	val, _ := r[1].(string)
+	if !ok || st < 0 || st > 3 {
+		c.f.warnKey(k, "comes back in a shape limitscope does not know")
+		return retry.Cooldown{}, readBad
+	}
 	switch st {
 	case 0:
 		return retry.Cooldown{}, readNone

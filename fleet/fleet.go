@@ -415,7 +415,11 @@ func (f *Fleet) down(err error) {
 	}
 	f.mu.Unlock()
 	if start {
-		f.warn(fmt.Sprintf("shared state at %s unreachable (%s); using this process's own state until it is back", f.where, describe(err)))
+		what := "unreachable"
+		if isBadReply(err) {
+			what = "sent a bad reply"
+		}
+		f.warn(fmt.Sprintf("shared state at %s %s (%s); using this process's own state until it is back", f.where, what, describe(err)))
 		f.notify(false)
 		go f.probe()
 	}
