@@ -35,7 +35,7 @@ type fakeRedis struct {
 	ln      net.Listener
 	mu      sync.Mutex
 	bad     func(cmd []string) (fakeReply, bool)
-	written atomic.Int64 // bytes written to clients
+	written atomic.Int64   // bytes written to clients
 	wg      sync.WaitGroup // the accept loop and the connections
 	served  sync.WaitGroup // the connections
 	conns   []net.Conn

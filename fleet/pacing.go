@@ -37,7 +37,7 @@ type Pacing struct {
 	mu    sync.Mutex
 	holds map[string]sharedHold // by key: the shared hold last read, for State
 
-	gateWait func() // called each time a request waits at the start gate (tests)
+	gateWait func(s *slot) // called each time a request waits at the start gate (tests)
 }
 
 type sharedHold struct {
@@ -158,7 +158,7 @@ func (p *Pacing) gate(ctx context.Context, s *slot) error {
 			return nil
 		}
 		if p.gateWait != nil {
-			p.gateWait()
+			p.gateWait(s)
 		}
 		wait := min(p.f.opt.StartPoll, time.Duration(num(res[1])*float64(time.Millisecond))+time.Millisecond)
 		t := time.NewTimer(wait)
