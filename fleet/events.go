@@ -30,6 +30,7 @@ type Event struct {
 	At       time.Time     `json:"-"`      // when Redis took it (its stream id), on the local clock
 	Mine     bool          `json:"-"`      // published by this process
 	ID       string        `json:"-"`      // the stream entry id
+	Backlog  bool          `json:"-"`      // published before the Reader was made
 }
 
 // publish writes queued events to the stream until Close.
@@ -96,9 +97,10 @@ func (d Doer) Scope(t stream.Target, s stream.Scope) string { return d.Next.Scop
 
 // Reader follows the fleet's stream, from a minute before it is made.
 type Reader struct {
-	f    *Fleet
-	last string
-	live map[string]bool // the processes alive at the last read
+	f     *Fleet
+	last  string
+	start time.Time       // the first read, on Redis's clock: earlier events are the backlog
+	live  map[string]bool // the processes alive at the last read
 }
 
 // Backlog is how far back a new Reader starts: the fleet view's window.
@@ -132,7 +134,8 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 	if r.last == "$" {
 		// Pin the start to an id, so that events between two reads are
 		// never skipped.
-		ms := r.f.redisNow().Add(-Backlog).UnixMilli()
+		r.start = r.f.redisNow()
+		ms := r.start.Add(-Backlog).UnixMilli()
 		r.last = strconv.FormatInt(ms, 10) + "-0"
 	}
 	r.readLive(ctx)
@@ -194,6 +197,7 @@ func (r *Reader) decode(id, v string, size int64) (Event, bool) {
 		return ev, false
 	}
 	ev.ID = id
+	ev.Backlog = idTime(id).Before(r.start)
 	ev.At = r.f.localTime(idTime(id))
 	ev.Mine = ev.Proc == r.f.id
 	return ev, true
@@ -295,16 +299,7 @@ func (f *Fleet) heartbeat() {
 	defer f.wg.Done()
 	t := time.NewTicker(f.opt.Heartbeat)
 	defer t.Stop()
-	beat := func(leave string) {
-		if !f.Up() {
-			return
-		}
-		err := f.call(context.Background(), func(ctx context.Context) error {
-			return liveScript.Run(ctx, f.rdb, []string{f.key("procs")}, f.id, f.lifetime(), leave).Err()
-		})
-		f.failed(context.Background(), err)
-	}
-	beat("0")
+	beat := f.beat
 	for {
 		select {
 		case <-f.done:
@@ -314,6 +309,17 @@ func (f *Fleet) heartbeat() {
 			beat("0")
 		}
 	}
+}
+
+// beat records this process alive ("0") or leaving ("1").
+func (f *Fleet) beat(leave string) {
+	if !f.Up() {
+		return
+	}
+	err := f.call(context.Background(), func(ctx context.Context) error {
+		return liveScript.Run(ctx, f.rdb, []string{f.key("procs")}, f.id, f.lifetime(), leave).Err()
+	})
+	f.failed(context.Background(), err)
 }
 
 // readLive reads the processes alive (kept when Redis does not answer).

@@ -229,6 +229,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 		f.up.Store(true)
 		f.notify(true)
 	}
+	f.beat("0") // counted live from the start
 	f.wg.Add(2)
 	go f.publish()
 	go f.heartbeat()
