@@ -374,17 +374,28 @@ func (f *Fleet) patient() bool {
 func (f *Fleet) warnKey(key, what string) {
 	f.warnMu.Lock()
 	seen := f.warned[key]
-	full := len(f.warned) >= 1024
-	if !seen && !full {
+	full := !seen && len(f.warned) >= maxWarnedKeys
+	said := full && f.warned[""] // "" marks the cap said
+	switch {
+	case full && !said:
+		f.warned[""] = true
+	case !full:
 		f.warned[key] = true
 	}
 	f.warnMu.Unlock()
-	if seen || full {
+	switch {
+	case seen || said:
+		return
+	case full:
+		f.warn(fmt.Sprintf("shared state at %s: more than %d keys hold values limitscope skips; no more warnings about them", f.where, maxWarnedKeys))
 		return
 	}
 	f.warn(fmt.Sprintf("shared state at %s: the value under %s %s; skipped (this process uses its own state for it)",
 		f.where, sanitize.Truncate(key, 200), sanitize.Truncate(what, 200)))
 }
+
+// maxWarnedKeys bounds the keys warned about one by one.
+const maxWarnedKeys = 1024
 
 func isConnError(err error) bool {
 	var re redis.Error
