@@ -30,7 +30,8 @@ import (
 // rejected ones too (OpenAI's rate-limit guide: rejected requests count
 // against the limit), down to one burst of debt. A request that finds a
 // token is forwarded to the simulator for its answer; one that does not
-// gets a 429 with retry-after and the x-ratelimit-* headers. Both carry
+// gets a 429 with retry-after (whole seconds) and the x-ratelimit-*
+// headers. Both carry
 // x-ratelimit-limit-requests as the per-minute limit.
 type chargingStub struct {
 	rate, burst float64
@@ -40,6 +41,7 @@ type chargingStub struct {
 	requests    atomic.Int64
 	rejected    atomic.Int64
 	proxy       *httputil.ReverseProxy
+	precise     bool // also retry-after-ms: the exact time to the next token
 	start       time.Time
 	perSecond   [600]atomic.Int32 // rejections by second of the run
 }
@@ -90,7 +92,9 @@ func (s *chargingStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		wait := time.Duration((1 - level) / s.rate * float64(time.Second))
 		h.Set("retry-after", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+		if s.precise {
+			h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+		}
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
@@ -105,7 +109,9 @@ func (s *chargingStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // second, a burst of 10, rejected requests charged), and reports the
 // answered requests as a share of what the bucket allowed (its burst and
 // 10 a second) and the share of requests rejected, both counted by the
-// stub. It needs redis-server; it is a benchmark, not a test: run it with
+// stub. The stub's 429 carries retry-after in whole seconds;
+// FLEET_PROC_RETRY_AFTER_MS=1 adds retry-after-ms, the exact time to the
+// next token. It needs redis-server; it is a benchmark, not a test: run it with
 //
 //	go test -run '^$' -bench FleetProcesses -benchtime 1x -timeout 30m .
 func BenchmarkFleetProcesses(b *testing.B) {
@@ -137,6 +143,7 @@ func BenchmarkFleetProcesses(b *testing.B) {
 	simAddr := freeAddr(b)
 	startChild(b, env, simAddr, "sim", "--listen", simAddr, "--scenario-file", scen)
 	stub := newChargingStub(10, 10, simAddr)
+	stub.precise = os.Getenv("FLEET_PROC_RETRY_AFTER_MS") != ""
 	up := httptest.NewServer(stub)
 	defer up.Close()
 	for i, n := range []int{2, 3} {
@@ -199,8 +206,12 @@ func BenchmarkFleetProcesses(b *testing.B) {
 				}
 			}
 			for _, l := range logs {
-				if out, err := os.ReadFile(l); err == nil && len(out) > 0 {
-					b.Logf("%s:\n%s", filepath.Base(l), out[max(0, len(out)-2000):])
+				// The proxies' warnings (the shared state's), if any.
+				out, _ := os.ReadFile(l)
+				for _, line := range strings.Split(string(out), "\n") {
+					if strings.Contains(line, "shared state") {
+						b.Logf("%s: %s", filepath.Base(l), line)
+					}
 				}
 			}
 			b.Logf("rejections by second: %s", strings.Join(by, " "))
