@@ -42,12 +42,13 @@ type chargingStub struct {
 	rejected    atomic.Int64
 	proxy       *httputil.ReverseProxy
 	precise     bool // also retry-after-ms: the exact time to the next token
+	charge      bool // rejected requests take a token too
 	start       time.Time
 	perSecond   [600]atomic.Int32 // rejections by second of the run
 }
 
 func newChargingStub(rate, burst float64, simAddr string) *chargingStub {
-	s := &chargingStub{rate: rate, burst: burst, level: burst, at: time.Now()}
+	s := &chargingStub{rate: rate, burst: burst, level: burst, at: time.Now(), charge: true}
 	s.proxy = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: simAddr})
 	s.proxy.FlushInterval = -1
 	s.proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
@@ -62,7 +63,9 @@ func (s *chargingStub) take(now time.Time) (float64, bool) {
 	s.level = math.Min(s.burst, s.level+now.Sub(s.at).Seconds()*s.rate)
 	s.at = now
 	ok := s.level >= 1
-	s.level = math.Max(-s.burst, s.level-1)
+	if ok || s.charge {
+		s.level = math.Max(-s.burst, s.level-1)
+	}
 	return s.level, ok
 }
 
@@ -109,9 +112,11 @@ func (s *chargingStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // second, a burst of 10, rejected requests charged), and reports the
 // answered requests as a share of what the bucket allowed (its burst and
 // 10 a second) and the share of requests rejected, both counted by the
-// stub. The stub's 429 carries retry-after in whole seconds;
+// stub. A client whose call the proxy answers with an error waits the
+// retry-after it carries, as an SDK does. The stub's 429 carries retry-after in whole seconds;
 // FLEET_PROC_RETRY_AFTER_MS=1 adds retry-after-ms, the exact time to the
-// next token. It needs redis-server; it is a benchmark, not a test: run it with
+// next token; FLEET_PROC_NO_CHARGE=1 stops charging rejected requests. It
+// needs redis-server; it is a benchmark, not a test: run it with
 //
 //	go test -run '^$' -bench FleetProcesses -benchtime 1x -timeout 30m .
 func BenchmarkFleetProcesses(b *testing.B) {
@@ -144,6 +149,7 @@ func BenchmarkFleetProcesses(b *testing.B) {
 	startChild(b, env, simAddr, "sim", "--listen", simAddr, "--scenario-file", scen)
 	stub := newChargingStub(10, 10, simAddr)
 	stub.precise = os.Getenv("FLEET_PROC_RETRY_AFTER_MS") != ""
+	stub.charge = os.Getenv("FLEET_PROC_NO_CHARGE") == ""
 	up := httptest.NewServer(stub)
 	defer up.Close()
 	for i, n := range []int{2, 3} {
@@ -182,8 +188,13 @@ func BenchmarkFleetProcesses(b *testing.B) {
 							_ = resp.Body.Close()
 							if resp.StatusCode == http.StatusOK {
 								answered.Add(1)
-							} else {
-								failed.Add(1)
+								continue
+							}
+							failed.Add(1)
+							// As an SDK does: wait what the proxy's
+							// answer asks before the next request.
+							if wait := proxyRetryAfter(resp.Header); wait > 0 {
+								time.Sleep(min(wait, time.Until(end)))
 							}
 						}
 					})
@@ -248,4 +259,16 @@ func startLogged(b *testing.B, env []string, addr, log string, args ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// proxyRetryAfter is the wait a proxy's answer asks for (retry-after-ms,
+// else retry-after in seconds), as the OpenAI SDKs read it.
+func proxyRetryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	if s, err := strconv.ParseFloat(h.Get("retry-after"), 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 0
 }

@@ -265,14 +265,6 @@ func (f *Fleet) Up() bool { return f.up.Load() }
 // key returns the full key of name.
 func (f *Fleet) key(name string) string { return f.opt.Prefix + name }
 
-// ctx bounds one command by the timeout.
-func (f *Fleet) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	return context.WithTimeout(parent, f.opt.Timeout)
-}
-
 // ping checks Redis and measures its clock against ours.
 func (f *Fleet) ping(ctx context.Context) error {
 	before := f.opt.Now()
