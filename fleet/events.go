@@ -134,7 +134,19 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 	if r.last == "$" {
 		// Pin the start to an id, so that events between two reads are
 		// never skipped.
+		// Redis's own clock marks the backlog's end: an entry added after
+		// this read has an id at or past it.
 		r.start = r.f.redisNow()
+		err := r.f.call(ctx, func(cctx context.Context) (err error) {
+			t, err := r.f.rdb.Time(cctx).Result()
+			if err == nil {
+				r.start = t
+			}
+			return err
+		})
+		if r.f.failed(ctx, err) {
+			return nil, nil
+		}
 		ms := r.start.Add(-Backlog).UnixMilli()
 		r.last = strconv.FormatInt(ms, 10) + "-0"
 	}
@@ -197,7 +209,7 @@ func (r *Reader) decode(id, v string, size int64) (Event, bool) {
 		return ev, false
 	}
 	ev.ID = id
-	ev.Backlog = idTime(id).Before(r.start)
+	ev.Backlog = idTime(id).Before(r.start.Truncate(time.Millisecond))
 	ev.At = r.f.localTime(idTime(id))
 	ev.Mine = ev.Proc == r.f.id
 	return ev, true
