@@ -83,6 +83,12 @@ type Options struct {
 	// StartPoll is how often a request waiting at the start gate looks
 	// again (default 20ms).
 	StartPoll time.Duration
+	// RateMargin is the share of a target's rate the shared bucket leaves
+	// unused (default 0.03; negative: none): paced at exactly the limit, a
+	// fleet keeps a server's bucket near empty, and against a server that
+	// charges rejected requests too (OpenAI's does) one early request then
+	// starts a run of rejections; the margin lets the server's bucket fill.
+	RateMargin float64
 	// Heartbeat is how often the process says it is alive, for the fleet
 	// view's process count (default 1s; a process is counted live for 5
 	// heartbeats).
@@ -202,6 +208,12 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 	}
 	if o.StartPoll <= 0 {
 		o.StartPoll = 20 * time.Millisecond
+	}
+	switch {
+	case o.RateMargin == 0:
+		o.RateMargin = 0.03
+	case o.RateMargin < 0 || o.RateMargin >= 1:
+		o.RateMargin = 0
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = time.Second

@@ -161,6 +161,10 @@ func TestStartGate(t *testing.T) {
 	// The first answer: 600 requests a minute (10/s), a burst of 9 after
 	// the cushion.
 	first.pm.Done(limitsAt(now, 600, 599), now)
+	// The shared bucket runs at the rate less its margin (3%).
+	if rate := first.p.f.rdb.HGet(ctx, first.p.key(target), "rate").Val(); rate != "9.7" {
+		t.Fatalf("the shared rate is %q, want 9.7 (10/s less the 3%% margin)", rate)
+	}
 	wg.Wait()
 	var zero int
 	var last time.Duration
@@ -173,13 +177,13 @@ func TestStartGate(t *testing.T) {
 		last = max(last, pc.Delay)
 		defer g.pm.Cancel(time.Now())
 	}
-	// 47 requests at 10/s with 8 of the burst left after the gate's one:
-	// 8 at once, the last about 3.9 s out.
+	// 47 requests at 9.7/s with 8 of the burst left after the gate's one:
+	// 8 at once, the last about 4 s out.
 	if zero > 9 {
 		t.Fatalf("%d requests may go at once after the first answer, want at most the burst left (8)", zero)
 	}
 	if last < 3*time.Second || last > 6*time.Second {
-		t.Fatalf("the last request waits %s, want about 3.9s (47 at 10/s, burst 9, one charged)", last)
+		t.Fatalf("the last request waits %s, want about 4s (47 at 9.7/s, burst 9, one charged)", last)
 	}
 	if waited.Load() != procs*clients-1 {
 		t.Fatalf("%d requests waited at the gate", waited.Load())

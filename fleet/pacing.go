@@ -180,8 +180,8 @@ func (s *slot) open(answered bool) {
 	}
 	var rate, burst float64
 	if st := p.local.State(s.t); answered && st.Rate > 0 && st.Known && !st.RateLearned {
-		rate = st.Rate
-		burst = burstOf(rate, 0)
+		rate = st.Rate * (1 - p.f.opt.RateMargin)
+		burst = burstOf(st.Rate, 0)
 	}
 	a := "0"
 	if answered {
@@ -341,8 +341,8 @@ func (s *slot) Reserve(now time.Time) retry.Pace {
 	st := p.local.State(s.t)
 	var rate, burst float64
 	if st.Rate > 0 && st.Known && !st.RateLearned {
-		rate = st.Rate
-		burst = burstOf(rate, 0)
+		rate = st.Rate * (1 - p.f.opt.RateMargin)
+		burst = burstOf(st.Rate, 0)
 	}
 	k := p.key(s.t)
 	var res []any
