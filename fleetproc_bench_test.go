@@ -113,7 +113,7 @@ func (s *chargingStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answered requests as a share of what the bucket allowed (its burst and
 // 10 a second) and the share of requests rejected, both counted by the
 // stub. A client whose call the proxy answers with an error waits the
-// retry-after it carries, as an SDK does. The stub's 429 carries retry-after in whole seconds;
+// retry-after it carries (half a second when none), as an SDK does. The stub's 429 carries retry-after in whole seconds;
 // FLEET_PROC_RETRY_AFTER_MS=1 adds retry-after-ms, the exact time to the
 // next token; FLEET_PROC_NO_CHARGE=1 stops charging rejected requests. It
 // needs redis-server; it is a benchmark, not a test: run it with
@@ -168,6 +168,7 @@ func BenchmarkFleetProcesses(b *testing.B) {
 			start := time.Now()
 			end := start.Add(time.Duration(secs) * time.Second)
 			var answered, failed atomic.Int64
+			var statuses sync.Map // the proxies' failure statuses
 			var wg sync.WaitGroup
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 			defer hc.CloseIdleConnections()
@@ -191,11 +192,15 @@ func BenchmarkFleetProcesses(b *testing.B) {
 								continue
 							}
 							failed.Add(1)
+							statuses.Store(resp.StatusCode, true)
 							// As an SDK does: wait what the proxy's
-							// answer asks before the next request.
-							if wait := proxyRetryAfter(resp.Header); wait > 0 {
-								time.Sleep(min(wait, time.Until(end)))
+							// answer asks before the next request, or
+							// half a second when it does not say.
+							wait := proxyRetryAfter(resp.Header)
+							if wait <= 0 {
+								wait = 500 * time.Millisecond
 							}
+							time.Sleep(min(wait, time.Until(end)))
 						}
 					})
 				}
@@ -225,6 +230,9 @@ func BenchmarkFleetProcesses(b *testing.B) {
 					}
 				}
 			}
+			var codes []string
+			statuses.Range(func(k, _ any) bool { codes = append(codes, strconv.Itoa(k.(int))); return true })
+			b.Logf("the proxies' failure statuses: %s", strings.Join(codes, " "))
 			b.Logf("rejections by second: %s", strings.Join(by, " "))
 			b.Logf("%d proxies, %.0f s: the stub saw %d requests, %d rejected (%.2f%%), %d answered = %.1f%% of the %.0f allowed; clients: %d answered, %d not",
 				n, el, reqs, rej, 100*float64(rej)/math.Max(1, float64(reqs)), ok, 100*float64(ok)/limit, limit, answered.Load(), failed.Load())
