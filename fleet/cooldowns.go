@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -77,37 +78,105 @@ func (c *Cooldowns) GetContext(ctx context.Context, scope string) (retry.Cooldow
 	if !c.f.Up() {
 		return c.local.Get(scope)
 	}
-	cctx, cancel := c.f.ctx(ctx)
-	defer cancel()
 	k := c.key(scope)
-	pipe := c.f.rdb.Pipeline()
-	get := pipe.Get(cctx, k)
-	ttl := pipe.PTTL(cctx, k)
-	_, err := pipe.Exec(cctx)
-	if err == redis.Nil {
-		return retry.Cooldown{}, false, nil
-	}
+	var res []any
+	err := c.f.call(ctx, func(cctx context.Context) (err error) {
+		res, err = readScript.Run(cctx, c.f.rdb, []string{k}, c.f.opt.MaxValue).Slice()
+		return err
+	})
 	if c.f.failed(ctx, err) {
+		c.badKey(k, err)
 		return c.local.Get(scope)
 	}
-	cd, ok := c.decode(get.Val(), ttl.Val())
-	return cd, ok, nil
+	if len(res) != 1 {
+		return c.local.Get(scope)
+	}
+	cd, st := c.decode(k, res[0])
+	switch st {
+	case readNone:
+		return retry.Cooldown{}, false, nil
+	case readBad:
+		return c.local.Get(scope)
+	}
+	return cd, true, nil
 }
 
-// decode reads a stored cooldown whose key has left ttl.
-func (c *Cooldowns) decode(v string, ttl time.Duration) (retry.Cooldown, bool) {
+// readScript reads stored stops without ever sending a large value back.
+// KEYS: the stops' keys. ARGV[1]: the largest value to send. Returns, per
+// key, {status, value, ttl ms}: status 0 none, 1 the value, 2 too large
+// (value: its size), 3 not a string (value: Redis's error).
+var readScript = redis.NewScript(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' and v.err then
+    out[i] = {3, string.sub(v.err, 1, 200), 0}
+  elseif not v then
+    out[i] = {0, '', 0}
+  elseif #v > tonumber(ARGV[1]) then
+    out[i] = {2, tostring(#v), 0}
+  else
+    out[i] = {1, v, redis.call('PTTL', k)}
+  end
+end
+return out
+`)
+
+type readStatus int
+
+const (
+	readNone readStatus = iota
+	readOK
+	readBad
+)
+
+// badKey warns once about a key whose command Redis answered with an error
+// (a key of another type, say).
+func (c *Cooldowns) badKey(k string, err error) {
+	var re redis.Error
+	if errors.As(err, &re) && !isConnError(err) {
+		c.f.warnKey(k, "gives an error ("+re.Error()+")")
+	}
+}
+
+// decode reads one of readScript's answers for key k. A value limitscope
+// did not write (too large, another type, not a stop) is warned about once
+// and reported bad.
+func (c *Cooldowns) decode(k string, v any) (retry.Cooldown, readStatus) {
+	r, ok := v.([]any)
+	if !ok || len(r) != 3 {
+		return retry.Cooldown{}, readBad
+	}
+	st, ok := r[0].(int64)
+	val, _ := r[1].(string)
+	if !ok || st < 0 || st > 3 {
+		c.f.warnKey(k, "comes back in a shape limitscope does not know")
+		return retry.Cooldown{}, readBad
+	}
+	switch st {
+	case 0:
+		return retry.Cooldown{}, readNone
+	case 2:
+		c.f.warnKey(k, fmt.Sprintf("is %s bytes, over the limit of %d", val, c.f.opt.MaxValue))
+		return retry.Cooldown{}, readBad
+	case 3:
+		c.f.warnKey(k, "is not a stop limitscope wrote ("+val+")")
+		return retry.Cooldown{}, readBad
+	}
+	ttl, _ := r[2].(int64)
 	var s stored
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return retry.Cooldown{}, false
+	if err := json.Unmarshal([]byte(val), &s); err != nil || s.Scope == "" {
+		c.f.warnKey(k, "is not a stop limitscope wrote (not its JSON)")
+		return retry.Cooldown{}, readBad
 	}
 	cd := s.Cooldown
 	switch {
 	case s.Untimed:
 		cd.Until = time.Time{}
 	case ttl > 0:
-		cd.Until = c.f.opt.Now().Add(ttl)
+		cd.Until = c.f.opt.Now().Add(time.Duration(ttl) * time.Millisecond)
 	}
-	return cd, true
+	return cd, readOK
 }
 
 // Set records cd locally and in Redis (pushed later when Redis is away). A
@@ -139,9 +208,9 @@ func (c *Cooldowns) write(ctx context.Context, cd retry.Cooldown) error {
 	if err != nil {
 		return fmt.Errorf("encoding cooldown: %w", err)
 	}
-	cctx, cancel := c.f.ctx(ctx)
-	defer cancel()
-	err = c.f.rdb.Set(cctx, c.key(cd.Scope), b, ttl).Err()
+	err = c.f.call(ctx, func(cctx context.Context) error {
+		return c.f.rdb.Set(cctx, c.key(cd.Scope), b, ttl).Err()
+	})
 	if c.f.failed(ctx, err) {
 		return fmt.Errorf("shared cooldowns: %w", err)
 	}
@@ -159,9 +228,9 @@ func (c *Cooldowns) Clear(scope string) error {
 	lerr := c.local.Clear(scope)
 	ok := false
 	if c.f.Up() {
-		cctx, cancel := c.f.ctx(context.Background())
-		err := c.f.rdb.Del(cctx, c.key(scope)).Err()
-		cancel()
+		err := c.f.call(context.Background(), func(cctx context.Context) error {
+			return c.f.rdb.Del(cctx, c.key(scope)).Err()
+		})
 		ok = !c.f.failed(context.Background(), err)
 	}
 	if !ok {
@@ -182,34 +251,38 @@ func (c *Cooldowns) List() ([]retry.Cooldown, error) {
 	if !c.f.Up() {
 		return c.local.List()
 	}
-	ctx, cancel := c.f.ctx(context.Background())
-	defer cancel()
 	var keys []string
-	iter := c.f.rdb.Scan(ctx, 0, c.f.key("cd:*"), 200).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if c.f.failed(context.Background(), iter.Err()) {
+	err := c.f.call(context.Background(), func(ctx context.Context) error {
+		iter := c.f.rdb.Scan(ctx, 0, c.f.key("cd:*"), 200).Iterator()
+		for iter.Next(ctx) {
+			if k := iter.Val(); strings.HasPrefix(k, c.f.key("cd:")) {
+				keys = append(keys, k)
+			}
+		}
+		return iter.Err()
+	})
+	if c.f.failed(context.Background(), err) {
 		return c.local.List()
 	}
-	pipe := c.f.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(keys))
-	ttls := make([]*redis.DurationCmd, len(keys))
-	for i, k := range keys {
-		gets[i], ttls[i] = pipe.Get(ctx, k), pipe.PTTL(ctx, k)
-	}
-	if len(keys) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil && c.f.failed(context.Background(), err) {
+	// Read in batches whose answers fit a reply even when every value is
+	// as large as limitscope reads.
+	batch := max(1, int(c.f.opt.MaxReply/(2*c.f.opt.MaxValue+64)))
+	out := make([]retry.Cooldown, 0, len(keys))
+	for len(keys) > 0 {
+		part := keys[:min(batch, len(keys))]
+		keys = keys[len(part):]
+		var res []any
+		err := c.f.call(context.Background(), func(ctx context.Context) (err error) {
+			res, err = readScript.Run(ctx, c.f.rdb, part, c.f.opt.MaxValue).Slice()
+			return err
+		})
+		if c.f.failed(context.Background(), err) {
 			return c.local.List()
 		}
-	}
-	out := make([]retry.Cooldown, 0, len(keys))
-	for i := range keys {
-		if gets[i].Err() != nil {
-			continue // expired between the scan and the read
-		}
-		if cd, ok := c.decode(gets[i].Val(), ttls[i].Val()); ok && strings.HasPrefix(keys[i], c.f.key("cd:")) {
-			out = append(out, cd)
+		for i := range min(len(part), len(res)) {
+			if cd, st := c.decode(part[i], res[i]); st == readOK {
+				out = append(out, cd)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
@@ -230,20 +303,21 @@ func (c *Cooldowns) push(ctx context.Context) {
 			c.mark(scope, set)
 			continue
 		}
-		cctx, cancel := c.f.ctx(ctx)
-		var err error
-		if !set {
-			err = c.f.rdb.Del(cctx, c.key(scope)).Err()
-		} else if cd, ok, lerr := c.local.Get(scope); lerr == nil && ok && cd.Active(c.f.opt.Now()) {
-			s := stored{Cooldown: cd, Untimed: cd.Until.IsZero()}
-			var ttl time.Duration
-			if !s.Untimed {
-				ttl = max(cd.Until.Sub(c.f.opt.Now()), time.Millisecond)
+		err := c.f.call(ctx, func(cctx context.Context) error {
+			if !set {
+				return c.f.rdb.Del(cctx, c.key(scope)).Err()
 			}
-			b, _ := json.Marshal(s)
-			err = c.f.rdb.SetNX(cctx, c.key(scope), b, ttl).Err()
-		}
-		cancel()
+			if cd, ok, lerr := c.local.Get(scope); lerr == nil && ok && cd.Active(c.f.opt.Now()) {
+				s := stored{Cooldown: cd, Untimed: cd.Until.IsZero()}
+				var ttl time.Duration
+				if !s.Untimed {
+					ttl = max(cd.Until.Sub(c.f.opt.Now()), time.Millisecond)
+				}
+				b, _ := json.Marshal(s)
+				return c.f.rdb.SetNX(cctx, c.key(scope), b, ttl).Err()
+			}
+			return nil
+		})
 		if err != nil && err != redis.Nil {
 			failed = true
 			c.mark(scope, set)

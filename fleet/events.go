@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type Event struct {
 	At       time.Time     `json:"-"`      // when Redis took it (its stream id), on the local clock
 	Mine     bool          `json:"-"`      // published by this process
 	ID       string        `json:"-"`      // the stream entry id
+	Backlog  bool          `json:"-"`      // published before the Reader was made
 }
 
 // publish writes queued events to the stream until Close.
@@ -46,14 +48,14 @@ func (f *Fleet) publish() {
 			if err != nil {
 				continue
 			}
-			ctx, cancel := f.ctx(context.Background())
-			err = f.rdb.XAdd(ctx, &redis.XAddArgs{
-				Stream: f.key("events"),
-				MaxLen: f.opt.StreamLen,
-				Approx: true,
-				Values: []any{"e", b},
-			}).Err()
-			cancel()
+			err = f.call(context.Background(), func(ctx context.Context) error {
+				return f.rdb.XAdd(ctx, &redis.XAddArgs{
+					Stream: f.key("events"),
+					MaxLen: f.opt.StreamLen,
+					Approx: true,
+					Values: []any{"e", b},
+				}).Err()
+			})
 			f.failed(context.Background(), err)
 		}
 	}
@@ -93,17 +95,31 @@ func (d Doer) Do(ctx context.Context, req stream.Request, onText func(string)) s
 // Scope is Next's.
 func (d Doer) Scope(t stream.Target, s stream.Scope) string { return d.Next.Scope(t, s) }
 
-// Reader follows the fleet's stream from the moment it is made.
+// Reader follows the fleet's stream, from a minute before it is made.
 type Reader struct {
-	f    *Fleet
-	last string
+	f     *Fleet
+	last  string
+	start time.Time       // the first read, on Redis's clock: earlier events are the backlog
+	live  map[string]bool // the processes alive at the last read
 }
 
-// NewReader returns a Reader of the events published from now on.
+// Backlog is how far back a new Reader starts: the fleet view's window.
+const Backlog = time.Minute
+
+// NewReader returns a Reader of the events published from a minute ago
+// (Backlog) on, so that a view of the last minute counts right from its
+// first read.
 func (f *Fleet) NewReader() *Reader { return &Reader{f: f, last: "$"} }
+
+// Live reports which processes (Fleet.ID) were alive at the last read: a
+// process says so every Heartbeat, and is taken off when it closes or
+// after five missed heartbeats.
+func (r *Reader) Live() map[string]bool { return r.live }
 
 // Next waits up to wait for new events and returns them, oldest first (none
 // when wait passed). While Redis is away it waits the same and returns none.
+// An entry limitscope did not write (too large, not its JSON) is skipped,
+// with one warning for the stream.
 func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) {
 	if !r.f.Up() {
 		t := time.NewTimer(wait)
@@ -118,38 +134,224 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 	if r.last == "$" {
 		// Pin the start to an id, so that events between two reads are
 		// never skipped.
-		ms := r.f.redisNow().UnixMilli()
+		// Redis's own clock marks the backlog's end: an entry added after
+		// this read has an id at or past it.
+		r.start = r.f.redisNow()
+		err := r.f.call(ctx, func(cctx context.Context) (err error) {
+			t, err := r.f.rdb.Time(cctx).Result()
+			if err == nil {
+				r.start = t
+			}
+			return err
+		})
+		if r.f.failed(ctx, err) {
+			return nil, nil
+		}
+		ms := r.start.Add(-Backlog).UnixMilli()
 		r.last = strconv.FormatInt(ms, 10) + "-0"
 	}
-	cctx, cancel := context.WithTimeout(ctx, wait+r.f.opt.Timeout)
-	defer cancel()
-	res, err := r.f.rdb.XRead(cctx, &redis.XReadArgs{Streams: []string{r.f.key("events"), r.last}, Count: 256, Block: wait}).Result()
+	r.readLive(ctx)
+	var res []redis.XStream
+	err := r.f.callFor(ctx, wait+r.f.opt.Timeout, func(cctx context.Context) (err error) {
+		res, err = r.f.rdb.XRead(cctx, &redis.XReadArgs{Streams: []string{r.f.key("events"), r.last}, Count: 256, Block: wait}).Result()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
+		r.f.answered()
 		return nil, nil
+	}
+	if isBadReply(err) {
+		// Too large or malformed: read the same entries again through a
+		// script that leaves out what is too large; a server that sends a
+		// bad reply to that too is taken for down.
+		return r.bounded(ctx)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		r.f.failed(context.Background(), err)
+		if r.f.failed(context.Background(), err) {
+			r.badKey(err)
+		}
 		return nil, nil
 	}
+	r.f.answered()
 	var out []Event
 	for _, s := range res {
 		for _, m := range s.Messages {
 			r.last = m.ID
 			v, _ := m.Values["e"].(string)
-			var ev Event
-			if json.Unmarshal([]byte(v), &ev) != nil {
-				continue
+			if ev, ok := r.decode(m.ID, v, int64(len(v))); ok {
+				out = append(out, ev)
 			}
-			ev.ID = m.ID
-			ev.At = r.f.localTime(idTime(m.ID))
-			ev.Mine = ev.Proc == r.f.id
+		}
+	}
+	return out, nil
+}
+
+func (r *Reader) badKey(err error) {
+	var re redis.Error
+	if errors.As(err, &re) && !isConnError(err) {
+		r.f.warnKey(r.f.key("events"), "gives an error ("+re.Error()+")")
+	}
+}
+
+// decode reads one entry's event; a bad one is warned about once (for the
+// stream) and skipped.
+func (r *Reader) decode(id, v string, size int64) (Event, bool) {
+	var ev Event
+	switch {
+	case size > r.f.opt.MaxValue:
+		r.f.warnKey(r.f.key("events"), fmt.Sprintf("has an entry of %d bytes, over the limit of %d (this and any later bad entry)", size, r.f.opt.MaxValue))
+		return ev, false
+	case json.Unmarshal([]byte(v), &ev) != nil || ev.Proc == "":
+		r.f.warnKey(r.f.key("events"), "has an entry limitscope did not write (this and any later bad entry)")
+		return ev, false
+	}
+	ev.ID = id
+	ev.Backlog = idTime(id).Before(r.start.Truncate(time.Millisecond))
+	ev.At = r.f.localTime(idTime(id))
+	ev.Mine = ev.Proc == r.f.id
+	return ev, true
+}
+
+// rangeScript reads the stream's entries after an id without sending back
+// any entry larger than a limit. KEYS[1]: the stream. ARGV: the id (read
+// after it), how many, the largest entry. Returns {id, the "e" field ("" when
+// none or too large), the entry's size} per entry.
+var rangeScript = redis.NewScript(`
+local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
+local max = tonumber(ARGV[3])
+local out = {}
+for i, m in ipairs(r) do
+  local e = ''
+  local size = 0
+  local f = m[2]
+  for j = 1, #f - 1, 2 do
+    size = size + #f[j] + #f[j + 1]
+    if f[j] == 'e' then e = f[j + 1] end
+  end
+  if size > max then e = '' end
+  out[i] = {m[1], e, size}
+end
+return out
+`)
+
+// bounded reads the next entries through rangeScript.
+func (r *Reader) bounded(ctx context.Context) ([]Event, error) {
+	var res []any
+	err := r.f.call(ctx, func(cctx context.Context) (err error) {
+		res, err = rangeScript.Run(cctx, r.f.rdb, []string{r.f.key("events")}, r.last, 256, r.f.opt.MaxValue).Slice()
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if r.f.failed(context.Background(), err) {
+			r.badKey(err)
+		}
+		return nil, nil
+	}
+	r.f.answered()
+	var out []Event
+	for _, x := range res {
+		m, ok := x.([]any)
+		if !ok || len(m) != 3 {
+			continue
+		}
+		id, _ := m[0].(string)
+		v, _ := m[1].(string)
+		size, _ := m[2].(int64)
+		if id == "" {
+			continue
+		}
+		r.last = id
+		if ev, ok := r.decode(id, v, size); ok {
 			out = append(out, ev)
 		}
 	}
 	return out, nil
+}
+
+// liveScript records a heartbeat. KEYS[1]: the processes' sorted set.
+// ARGV: this process, how long a heartbeat lasts (ms), "1" to leave.
+var liveScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] == '1' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], now, ARGV[1])
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return 1
+`)
+
+// liveListScript lists the processes alive. KEYS[1]: the sorted set. ARGV:
+// how long a heartbeat lasts (ms), the longest id.
+var liveListScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[1]), '+inf', 'LIMIT', 0, 1000)
+local out = {}
+for _, id in ipairs(ids) do
+  if #id <= tonumber(ARGV[2]) then out[#out + 1] = id end
+end
+return out
+`)
+
+// lifetime is how long one heartbeat keeps a process counted live.
+func (f *Fleet) lifetime() int64 { return (5 * f.opt.Heartbeat).Milliseconds() }
+
+// heartbeat says every Heartbeat that this process is alive, and that it
+// leaves at Close.
+func (f *Fleet) heartbeat() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.opt.Heartbeat)
+	defer t.Stop()
+	beat := f.beat
+	for {
+		select {
+		case <-f.done:
+			beat("1")
+			return
+		case <-t.C:
+			beat("0")
+		}
+	}
+}
+
+// beat records this process alive ("0") or leaving ("1").
+func (f *Fleet) beat(leave string) {
+	if !f.Up() {
+		return
+	}
+	err := f.call(context.Background(), func(ctx context.Context) error {
+		return liveScript.Run(ctx, f.rdb, []string{f.key("procs")}, f.id, f.lifetime(), leave).Err()
+	})
+	f.failed(context.Background(), err)
+}
+
+// readLive reads the processes alive (kept when Redis does not answer).
+func (r *Reader) readLive(ctx context.Context) {
+	var res []any
+	err := r.f.call(ctx, func(cctx context.Context) (err error) {
+		res, err = liveListScript.Run(cctx, r.f.rdb, []string{r.f.key("procs")}, r.f.lifetime(), 256).Slice()
+		return err
+	})
+	if r.f.failed(ctx, err) {
+		return
+	}
+	live := make(map[string]bool, len(res))
+	for _, x := range res {
+		if id, ok := x.(string); ok {
+			live[id] = true
+		}
+	}
+	live[r.f.id] = true
+	r.live = live
 }
 
 // idTime is when Redis took a stream entry (its id's milliseconds).

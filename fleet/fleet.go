@@ -29,6 +29,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/limitscope/limitscope/internal/sanitize"
 )
 
 // Options configure a Fleet. The zero value takes the defaults.
@@ -58,6 +60,41 @@ type Options struct {
 	Host string
 	// Command names what this process runs ("send", "proxy", ...).
 	Command string
+	// MaxReply bounds one reply from Redis, in bytes (default 1 MiB): a
+	// reply that announces or sends more is refused before the client
+	// library reads it, and the shared state falls back as when Redis is
+	// unreachable.
+	MaxReply int64
+	// MaxValue bounds one value limitscope reads back (a stored stop, an
+	// event), in bytes (default 16 KiB): a larger one is skipped, with a
+	// warning once per key.
+	MaxValue int64
+	// Patience is how long commands may time out before the shared state
+	// falls back (default 3s): a command with no answer in time runs on
+	// local state alone, and only when no command has been answered for
+	// Patience does a timeout take the whole state down. A refused or
+	// broken connection, or a refused reply, takes it down at once.
+	Patience time.Duration
+	// StartHold is how long the first request to a target holds the
+	// fleet's start gate when its answer is slow (default 2s): until a
+	// first answer is in the shared state, the fleet sends one request to
+	// a target at a time.
+	StartHold time.Duration
+	// StartPoll is how often a request waiting at the start gate looks
+	// again (default 20ms).
+	StartPoll time.Duration
+	// RateMargin is the share of a target's rate the shared bucket leaves
+	// unused (default 0.03; negative: none): paced at exactly the limit, a
+	// fleet keeps a server's bucket near empty, and against a server that
+	// charges rejected requests too (OpenAI's does) one early request then
+	// starts a run of rejections; the margin lets the server's bucket fill.
+	RateMargin float64
+	// Heartbeat is how often the process says it is alive, for the fleet
+	// view's process count (default 1s; a process is counted live for 5
+	// heartbeats).
+	Heartbeat time.Duration
+
+	readBytes *atomic.Int64 // counts the bytes read from Redis (tests)
 }
 
 // Fleet is one process's connection to the shared state. Its methods are
@@ -69,6 +106,10 @@ type Fleet struct {
 	id     string // this process in the fleet: host/pid/random
 	up     atomic.Bool
 	skewNs atomic.Int64 // Redis clock minus local clock
+	lastOK atomic.Int64 // local clock (ns) of the last answer from Redis
+
+	warnMu sync.Mutex
+	warned map[string]bool // keys whose bad value was warned about
 
 	mu      sync.Mutex
 	probing bool
@@ -153,6 +194,31 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
 	}
+	if o.MaxReply <= 0 {
+		o.MaxReply = 1 << 20
+	}
+	if o.MaxValue <= 0 {
+		o.MaxValue = 16 << 10
+	}
+	if o.Patience <= 0 {
+		o.Patience = 3 * time.Second
+	}
+	if o.StartHold <= 0 {
+		o.StartHold = 2 * time.Second
+	}
+	if o.StartPoll <= 0 {
+		o.StartPoll = 20 * time.Millisecond
+	}
+	switch {
+	case o.RateMargin == 0:
+		o.RateMargin = 0.03
+	case o.RateMargin < 0 || o.RateMargin >= 1:
+		o.RateMargin = 0
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = time.Second
+	}
+	ro.Dialer = checkedDialer(redis.NewDialer(ro), o.MaxReply, o.readBytes)
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 	ro.PoolTimeout = o.Timeout
 	ro.ContextTimeoutEnabled = true
@@ -167,6 +233,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 		id:     processID(o.Host),
 		done:   make(chan struct{}),
 		events: make(chan Event, 1024),
+		warned: map[string]bool{},
 	}
 	if err := f.ping(ctx); err != nil {
 		f.down(err)
@@ -174,8 +241,10 @@ func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
 		f.up.Store(true)
 		f.notify(true)
 	}
-	f.wg.Add(1)
+	f.beat("0") // counted live from the start
+	f.wg.Add(2)
 	go f.publish()
+	go f.heartbeat()
 	return f, nil
 }
 
@@ -208,24 +277,19 @@ func (f *Fleet) Up() bool { return f.up.Load() }
 // key returns the full key of name.
 func (f *Fleet) key(name string) string { return f.opt.Prefix + name }
 
-// ctx bounds one command by the timeout.
-func (f *Fleet) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	return context.WithTimeout(parent, f.opt.Timeout)
-}
-
 // ping checks Redis and measures its clock against ours.
 func (f *Fleet) ping(ctx context.Context) error {
-	c, cancel := f.ctx(ctx)
-	defer cancel()
 	before := f.opt.Now()
-	t, err := f.rdb.Time(c).Result()
+	var t time.Time
+	err := f.call(ctx, func(c context.Context) (err error) {
+		t, err = f.rdb.Time(c).Result()
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	after := f.opt.Now()
+	f.answered()
 	mid := before.Add(after.Sub(before) / 2)
 	f.skewNs.Store(int64(t.Sub(mid)))
 	return nil
@@ -241,24 +305,101 @@ func (f *Fleet) localTime(t time.Time) time.Time {
 	return t.Add(-time.Duration(f.skewNs.Load()))
 }
 
+// call runs one command (or pipeline, or script) bounded by the timeout. A
+// panic inside the client library (a reply it could not take) is recovered
+// and returned as a BadReplyError.
+func (f *Fleet) call(parent context.Context, fn func(ctx context.Context) error) (err error) {
+	return f.callFor(parent, f.opt.Timeout, fn)
+}
+
+// callFor is call with a timeout of its own (a blocking read's).
+func (f *Fleet) callFor(parent context.Context, d time.Duration, fn func(ctx context.Context) error) (err error) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, d)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = &BadReplyError{What: fmt.Sprintf("the Redis client failed reading it (%v)", r)}
+		}
+	}()
+	return fn(ctx)
+}
+
+// answered records that Redis answered now.
+func (f *Fleet) answered() { f.lastOK.Store(f.opt.Now().UnixNano()) }
+
 // failed takes the outcome of a Redis command: nil and redis.Nil mean Redis
-// answered; anything else (but the caller's own cancellation) takes the
-// shared state down until the probe finds it back. It reports whether err
-// was such a failure.
+// answered. A refused reply, a broken connection or a refused dial take the
+// shared state down until the probe finds it back; a timeout does so only
+// when nothing has been answered for Patience (one slow reply is not an
+// outage: the command alone runs on local state). The caller's own
+// cancellation and Redis's error replies leave it up. It reports whether
+// err was a failure of any kind (the caller then uses local state).
 func (f *Fleet) failed(ctx context.Context, err error) bool {
 	if err == nil || errors.Is(err, redis.Nil) {
+		f.answered()
 		return false
+	}
+	if isBadReply(err) {
+		f.down(err)
+		return true
 	}
 	if ctx != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return true // the caller gave up: not Redis's fault
 	}
 	var re redis.Error
 	if errors.As(err, &re) && !isConnError(err) {
-		return true // Redis answered with an error (a script bug): not an outage
+		f.answered()
+		return true // Redis answered with an error (a script bug, a key of another type): not an outage
+	}
+	if isTimeout(err) && f.patient() {
+		return true
 	}
 	f.down(err)
 	return true
 }
+
+// isTimeout reports whether err is a command that got no answer in time.
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+// patient reports whether Redis answered within the last Patience, so that
+// a timeout is one slow reply rather than an outage.
+func (f *Fleet) patient() bool {
+	last := f.lastOK.Load()
+	return last != 0 && f.opt.Now().UnixNano()-last < int64(f.opt.Patience)
+}
+
+// warnKey warns once about key's value (what says what is wrong with it).
+func (f *Fleet) warnKey(key, what string) {
+	f.warnMu.Lock()
+	seen := f.warned[key]
+	full := !seen && len(f.warned) >= maxWarnedKeys
+	said := full && f.warned[""] // "" marks the cap said
+	switch {
+	case full && !said:
+		f.warned[""] = true
+	case !full:
+		f.warned[key] = true
+	}
+	f.warnMu.Unlock()
+	switch {
+	case seen || said:
+		return
+	case full:
+		f.warn(fmt.Sprintf("shared state at %s: more than %d keys hold values limitscope skips; no more warnings about them", f.where, maxWarnedKeys))
+		return
+	}
+	f.warn(fmt.Sprintf("shared state at %s: the value under %s %s; skipped (this process uses its own state for it)",
+		f.where, sanitize.Truncate(key, 200), sanitize.Truncate(what, 200)))
+}
+
+// maxWarnedKeys bounds the keys warned about one by one.
+const maxWarnedKeys = 1024
 
 func isConnError(err error) bool {
 	var re redis.Error
@@ -290,7 +431,11 @@ func (f *Fleet) down(err error) {
 	}
 	f.mu.Unlock()
 	if start {
-		f.warn(fmt.Sprintf("shared state at %s unreachable (%s); using this process's own state until it is back", f.where, describe(err)))
+		what := "unreachable"
+		if isBadReply(err) {
+			what = "sent a bad reply"
+		}
+		f.warn(fmt.Sprintf("shared state at %s %s (%s); using this process's own state until it is back", f.where, what, describe(err)))
 		f.notify(false)
 		go f.probe()
 	}
@@ -299,11 +444,12 @@ func (f *Fleet) down(err error) {
 // describe is an error's text for a warning, without any password (go-redis
 // errors never carry one; the URL is never in them).
 func describe(err error) string {
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+	if isTimeout(err) {
 		return "no answer in time"
 	}
-	return err.Error()
+	// Redis's own error texts and a refused reply's description are the
+	// server's words: printable, one line, bounded.
+	return sanitize.Truncate(strings.ReplaceAll(err.Error(), "\n", " "), 240)
 }
 
 func (f *Fleet) warn(msg string) {

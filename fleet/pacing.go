@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -35,6 +36,8 @@ type Pacing struct {
 
 	mu    sync.Mutex
 	holds map[string]sharedHold // by key: the shared hold last read, for State
+
+	gateWait func(s *slot) // called each time a request waits at the start gate (tests)
 }
 
 type sharedHold struct {
@@ -65,13 +68,141 @@ func (p *Pacing) Local() *retry.Pacer { return p.local }
 func (p *Pacing) key(t stream.Target) string { return p.f.key("pace:" + p.scope(t)) }
 
 // Acquire takes a local concurrency slot (the fleet shares the rate, not the
-// slots) and wraps it with the shared bucket.
+// slots), passes the fleet's start gate, and wraps the slot with the shared
+// bucket.
+//
+// The start gate: until some process's answer from a target is in the
+// shared state (its rate, or that it has none), the fleet sends that
+// target one request at a time (a request whose answer takes longer than
+// Options.StartHold lets the next one through), so that processes starting
+// together do not burst before anyone knows the limit.
 func (p *Pacing) Acquire(ctx context.Context, t stream.Target) (*retry.Permit, error) {
 	pm, err := p.local.Acquire(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return retry.NewPermit(&slot{p: p, t: t, inner: pm}), nil
+	s := &slot{p: p, t: t, inner: pm}
+	if err := p.gate(ctx, s); err != nil {
+		pm.Cancel(p.f.opt.Now())
+		return nil, err
+	}
+	return retry.NewPermit(s), nil
+}
+
+// gateScript takes a target's start gate. KEYS[1]: the hash. ARGV[1]: how
+// long the gate is held at most (ms). Returns {0} when the gate is open (a
+// first answer is in), {1} when this request took it, {2, ms} when another
+// holds it for at most ms more.
+var gateScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local h = redis.call('HMGET', KEYS[1], 'rate', 'opened', 'gate')
+if (tonumber(h[1]) or 0) > 0 or h[2] then return {0, '0'} end
+local gate = tonumber(h[3]) or 0
+if gate > now then return {2, tostring(gate - now)} end
+redis.call('HSET', KEYS[1], 'gate', tostring(now + tonumber(ARGV[1])))
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return {1, '0'}
+`)
+
+// openScript opens or frees a start gate. KEYS[1]: the hash. ARGV: "1" when
+// an answer came (open for good; else only free the gate for the next
+// request), the rate it told (requests/s, 0: none), the burst. A known
+// rate starts the bucket with the gate's request charged to it.
+var openScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+redis.call('HDEL', KEYS[1], 'gate')
+if ARGV[1] == '1' then
+  redis.call('HSET', KEYS[1], 'opened', '1')
+  local rate = tonumber(ARGV[2]) or 0
+  if rate > 0 and not tonumber(redis.call('HGET', KEYS[1], 'rate')) then
+    redis.call('HSET', KEYS[1], 'rate', ARGV[2], 'burst', ARGV[3])
+    local tat = tonumber(redis.call('HGET', KEYS[1], 'tat')) or 0
+    local at = now + 1000 / rate
+    if at > tat then redis.call('HSET', KEYS[1], 'tat', tostring(at)) end
+  end
+end
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return 1
+`)
+
+// gate waits at t's start gate (see Acquire) until it is open or s holds
+// it. Redis away or failing: no gate.
+func (p *Pacing) gate(ctx context.Context, s *slot) error {
+	if st := p.local.State(s.t); st.Rate > 0 && st.Known && !st.RateLearned {
+		return nil // this process knows the rate: the bucket paces it
+	}
+	k := p.key(s.t)
+	for p.f.Up() {
+		var res []any
+		err := p.f.call(ctx, func(cctx context.Context) (err error) {
+			res, err = gateScript.Run(cctx, p.f.rdb, []string{k}, p.f.opt.StartHold.Milliseconds()).Slice()
+			return err
+		})
+		if p.f.failed(ctx, err) {
+			p.badKey(k, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		}
+		if len(res) != 2 {
+			return nil
+		}
+		switch res[0] {
+		case int64(0):
+			return nil
+		case int64(1):
+			s.gated = true
+			return nil
+		}
+		if p.gateWait != nil {
+			p.gateWait(s)
+		}
+		wait := min(p.f.opt.StartPoll, time.Duration(num(res[1])*float64(time.Millisecond))+time.Millisecond)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// open opens (answered) or frees the start gate s holds.
+func (s *slot) open(answered bool) {
+	p := s.p
+	if !p.f.Up() {
+		return
+	}
+	var rate, burst float64
+	if st := p.local.State(s.t); answered && st.Rate > 0 && st.Known && !st.RateLearned {
+		rate = st.Rate * (1 - p.f.opt.RateMargin)
+		burst = burstOf(st.Rate, 0)
+	}
+	a := "0"
+	if answered {
+		a = "1"
+	}
+	k := p.key(s.t)
+	err := p.f.call(context.Background(), func(ctx context.Context) error {
+		return openScript.Run(ctx, p.f.rdb, []string{k}, a, strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64)).Err()
+	})
+	if p.f.failed(context.Background(), err) {
+		p.badKey(k, err)
+	}
+}
+
+// badKey warns once about a pacing key Redis answers with an error (a key
+// of another type, say).
+func (p *Pacing) badKey(k string, err error) {
+	var re redis.Error
+	if errors.As(err, &re) && !isConnError(err) {
+		p.f.warnKey(k, "gives an error ("+re.Error()+")")
+	}
 }
 
 // State is the local pacer's state, with the shared hold last seen when it
@@ -143,7 +274,7 @@ if rate > 0 then
   reserved = 1
 end
 redis.call('PEXPIRE', KEYS[1], 3600000)
-return {tostring(ready - now), why, tostring(hold), h[5] or '', h[6] or '0', reserved, tostring(rate)}
+return {tostring(ready - now), why, tostring(hold), string.sub(h[5] or '', 1, 32), tostring(tonumber(h[6]) or 0), reserved, tostring(rate)}
 `)
 
 // cancelScript gives back a place not used. KEYS[1]: the hash.
@@ -195,6 +326,7 @@ type slot struct {
 	inner    *retry.Permit
 	mu       sync.Mutex
 	reserved bool // holds a place in the shared bucket
+	gated    bool // holds the start gate
 	closed   bool
 }
 
@@ -209,14 +341,20 @@ func (s *slot) Reserve(now time.Time) retry.Pace {
 	st := p.local.State(s.t)
 	var rate, burst float64
 	if st.Rate > 0 && st.Known && !st.RateLearned {
-		rate = st.Rate
-		burst = burstOf(rate, 0)
+		rate = st.Rate * (1 - p.f.opt.RateMargin)
+		burst = burstOf(st.Rate, 0)
 	}
 	k := p.key(s.t)
-	ctx, cancel := p.f.ctx(context.Background())
-	defer cancel()
-	res, err := reserveScript.Run(ctx, p.f.rdb, []string{k}, strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64)).Slice()
-	if p.f.failed(context.Background(), err) || len(res) < 7 {
+	var res []any
+	err := p.f.call(context.Background(), func(ctx context.Context) (err error) {
+		res, err = reserveScript.Run(ctx, p.f.rdb, []string{k}, strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(burst, 'f', -1, 64)).Slice()
+		return err
+	})
+	if p.f.failed(context.Background(), err) {
+		p.badKey(k, err)
+		return pc
+	}
+	if len(res) < 7 {
 		return pc
 	}
 	delayMs := num(res[0])
@@ -256,12 +394,16 @@ func (s *slot) Cancel(now time.Time) {
 	reserved := s.reserved
 	s.mu.Unlock()
 	s.inner.Cancel(now)
+	if s.gated {
+		s.open(false)
+	}
 	if !reserved || !s.p.f.Up() {
 		return
 	}
-	ctx, cancel := s.p.f.ctx(context.Background())
-	defer cancel()
-	s.p.f.failed(context.Background(), cancelScript.Run(ctx, s.p.f.rdb, []string{s.p.key(s.t)}).Err())
+	err := s.p.f.call(context.Background(), func(ctx context.Context) error {
+		return cancelScript.Run(ctx, s.p.f.rdb, []string{s.p.key(s.t)}).Err()
+	})
+	s.p.f.failed(context.Background(), err)
 }
 
 // Done feeds the local pacer and the shared state with the answer.
@@ -274,6 +416,9 @@ func (s *slot) Done(r *stream.Result, now time.Time) {
 	s.closed = true
 	s.mu.Unlock()
 	s.inner.Done(r, now)
+	if s.gated {
+		s.open(r != nil && r.Status > 0)
+	}
 	if r == nil || r.Err == nil || !s.p.f.Up() {
 		return
 	}
@@ -288,10 +433,13 @@ func (s *slot) Done(r *stream.Result, now time.Time) {
 	default:
 		return
 	}
-	ctx, cancel := s.p.f.ctx(context.Background())
-	defer cancel()
 	k := s.p.key(s.t)
-	if err := feedScript.Run(ctx, s.p.f.rdb, []string{k}, args...).Err(); !s.p.f.failed(context.Background(), err) && args[0] == "hold" {
+	err := s.p.f.call(context.Background(), func(ctx context.Context) error {
+		return feedScript.Run(ctx, s.p.f.rdb, []string{k}, args...).Err()
+	})
+	if s.p.f.failed(context.Background(), err) {
+		s.p.badKey(k, err)
+	} else if args[0] == "hold" {
 		s.p.noteHold(k, sharedHold{until: now.Add(e.Delay), src: e.DelaySource, asked: e.Delay})
 	}
 }

@@ -27,6 +27,7 @@ type FleetEvent struct {
 	Duration time.Duration
 	At       time.Time // when the fleet took it, on this machine's clock
 	Mine     bool      // this console's own (already on screen)
+	Backlog  bool      // from before the console started: counted, not logged
 }
 
 // FleetFeed is the fleet's live stream of attempts, adapted from the shared
@@ -38,12 +39,16 @@ type FleetFeed interface {
 	Up() bool
 	// Where names the shared state for the screen (no password).
 	Where() string
+	// Live is the processes (FleetEvent.Proc) alive at the last Next; nil
+	// when not known (then every process with an event counts).
+	Live() map[string]bool
 }
 
 // fleetMsg is one read of the fleet's stream.
 type fleetMsg struct {
 	events []FleetEvent
 	up     bool
+	live   map[string]bool
 }
 
 // fleetView is the console's view of the fleet: the last minute of its
@@ -52,6 +57,7 @@ type fleetMsg struct {
 type fleetView struct {
 	feed   FleetFeed
 	events []FleetEvent // the last minute, oldest first
+	live   map[string]bool
 	up     bool
 	warned bool // the outage was said on screen
 }
@@ -84,7 +90,7 @@ func (m *Model) fleetListen() tea.Cmd {
 	feed := m.fleet.feed
 	return func() tea.Msg {
 		evs, _ := feed.Next(context.Background(), fleetWait)
-		return fleetMsg{events: evs, up: feed.Up()}
+		return fleetMsg{events: evs, up: feed.Up(), live: feed.Live()}
 	}
 }
 
@@ -107,9 +113,12 @@ func (m *Model) fleetUpdate(msg fleetMsg) tea.Cmd {
 		cmds = append(cmds, m.setStatus("Shared state at "+f.feed.Where()+" is back.", false))
 	}
 	f.up = msg.up
+	if msg.live != nil {
+		f.live = msg.live
+	}
 	for _, ev := range msg.events {
 		f.events = append(f.events, ev)
-		if ev.Mine {
+		if ev.Mine || ev.Backlog {
 			continue
 		}
 		t, err := stream.ParseTarget(ev.Target)
@@ -154,8 +163,9 @@ func (f *fleetView) trim(now time.Time) {
 }
 
 // usage is the fleet's use of t over the last minute: "3 processes, 41
-// req/min"; "" when no process used it (or no fleet); the outage while the
-// shared state is away.
+// req/min", counting every request of the minute (the provider's window
+// counts them all) and only the processes still alive; "" when no process
+// used it (or no fleet); the outage while the shared state is away.
 func (f *fleetView) usage(t stream.Target, now time.Time) string {
 	if f == nil {
 		return ""
@@ -170,7 +180,9 @@ func (f *fleetView) usage(t stream.Target, now time.Time) string {
 	for _, ev := range f.events {
 		if ev.Target == key && ev.At.After(cut) {
 			n++
-			procs[ev.Proc] = true
+			if f.live == nil || f.live[ev.Proc] {
+				procs[ev.Proc] = true
+			}
 		}
 	}
 	if n == 0 {

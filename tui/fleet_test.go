@@ -14,6 +14,7 @@ import (
 type fakeFleet struct {
 	batches chan []FleetEvent
 	up      atomic.Bool
+	live    map[string]bool // set before the first read
 }
 
 func (f *fakeFleet) Next(ctx context.Context, _ time.Duration) ([]FleetEvent, error) {
@@ -25,8 +26,9 @@ func (f *fakeFleet) Next(ctx context.Context, _ time.Duration) ([]FleetEvent, er
 	}
 }
 
-func (f *fakeFleet) Up() bool      { return f.up.Load() }
-func (f *fakeFleet) Where() string { return "redis://127.0.0.1:6379/0" }
+func (f *fakeFleet) Up() bool              { return f.up.Load() }
+func (f *fakeFleet) Where() string         { return "redis://127.0.0.1:6379/0" }
+func (f *fakeFleet) Live() map[string]bool { return f.live }
 
 // The fleet's calls show beside the console's own, tagged with their host
 // and command; the targets pane counts the fleet's processes and requests
@@ -69,5 +71,29 @@ func TestFleetView(t *testing.T) {
 	h.send(fleetMsg{up: true})
 	if !strings.Contains(h.screen(), "is back") || strings.Contains(h.screen(), "shared state away") {
 		t.Fatalf("the return is not said:\n%s", h.screen())
+	}
+}
+
+// The fleet line counts a full minute from the console's first read (the
+// feed starts a minute back: that backlog counts, but stays off the
+// attempt log), and only the processes still alive.
+func TestFleetLineCountsLiveProcessesFromTheStart(t *testing.T) {
+	ff := &fakeFleet{batches: make(chan []FleetEvent), live: map[string]bool{"a/1/aa": true, "b/2/bb": true}}
+	ff.up.Store(true)
+	h := newHarness(t, 140, 40, Options{Fleet: ff})
+	t.Cleanup(func() { close(ff.batches) })
+	h.do(h.m.fleetListen())
+	var evs []FleetEvent
+	// 600 requests over the minute before the console started, from
+	// three processes; c/3/cc has exited since.
+	for i := range 600 {
+		proc := []string{"a/1/aa", "b/2/bb", "c/3/cc"}[i%3]
+		evs = append(evs, FleetEvent{Proc: proc, Host: "h", Command: "proxy", Target: openai.String(), Status: 200, Class: stream.ClassOK,
+			At: t0.Add(-59*time.Second + time.Duration(i)*95*time.Millisecond), Backlog: true})
+	}
+	ff.batches <- evs
+	h.until("the fleet's line", func() bool { return strings.Contains(h.screen(), "fleet: 2 processes, 600 req/min") })
+	if strings.Contains(h.screen(), "h/proxy 1") {
+		t.Fatalf("the backlog is on the attempt log:\n%s", h.screen())
 	}
 }
