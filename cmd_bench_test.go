@@ -280,7 +280,7 @@ func TestBenchDefaultWorkload(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	u := errb.String()
-	if !strings.Contains(u, "calls per policy (the default run takes about a minute on the simulator) (default 30)") || !strings.Contains(u, "-long") {
+	if !strings.Contains(u, "calls per policy (the default run takes about 45 s on the simulator, its policies at once) (default 30)") || !strings.Contains(u, "-serial") || !strings.Contains(u, "-long") {
 		t.Errorf("usage:\n%s", u)
 	}
 }

@@ -485,4 +485,4 @@ func Shared(f *Fleet) func(d retry.Doer, local *retry.Pacer) (retry.Pacing, retr
 
 // Progress passes the answer's first byte on to the local pacer's slot
 // (slow start opens a slot on progress).
-func (s *slot) Progress(now time.Time) { s.inner.Progress(now) }
+func (s *slot) Progress(now time.Time, lim *stream.Limits) { s.inner.Progress(now, lim) }

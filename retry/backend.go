@@ -48,10 +48,11 @@ type Slot interface {
 	Done(r *stream.Result, now time.Time)
 }
 
-// Progresser is a Slot that learns when its request's answer began (the
-// first byte or token), before it ends: Permit.Progress calls it.
+// Progresser is a Slot that learns when its request's answer began (its
+// response's headers, with the limits they tell, or its first byte), before
+// it ends: Permit.Progress calls it. lim may be nil.
 type Progresser interface {
-	Progress(now time.Time)
+	Progress(now time.Time, lim *stream.Limits)
 }
 
 // ContextCooldowns is a Cooldowns whose reads take a context (a backend over

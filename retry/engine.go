@@ -596,17 +596,20 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
 	r.textSent = false
 	began := false
-	progress := func() {
+	// The answer began: its success headers (with the limits they tell),
+	// else its first text, thinking or usage (a Doer that reports no
+	// headers).
+	progress := func(lim *stream.Limits) {
 		if !began {
 			began = true
-			permit.Progress(r.clock.Now())
+			permit.Progress(r.clock.Now(), lim)
 		}
 	}
 	onText := func(s string) {
 		if s == "" {
 			return
 		}
-		progress()
+		progress(nil)
 		if !r.textSent {
 			r.textSent = true
 			if r.pol.NoRetryAfterText {
@@ -617,21 +620,21 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 	}
 	thinking := false
 	onThinking := func() {
-		progress()
+		progress(nil)
 		if !thinking && !r.textSent {
 			thinking = true
 			r.emit(Event{Kind: EventThinking, Time: r.clock.Now()})
 		}
 	}
 	onUsage := func(u stream.Usage) {
-		progress()
+		progress(nil)
 		if !r.textSent {
 			r.emit(Event{Kind: EventUsage, Time: r.clock.Now(), Usage: &u})
 		}
 	}
 	actx, cancel := r.attemptContext(start)
 	sr := r.e.Doer.Do(actx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
-		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking, OnUsage: onUsage}, onText)
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking, OnUsage: onUsage, OnHeaders: progress}, onText)
 	why := context.Cause(actx)
 	cancel()
 	end := endedByServer

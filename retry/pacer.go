@@ -280,15 +280,17 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	return pm.slot.Reserve(now)
 }
 
-// Progress tells the gate the request's answer began (its first byte or
-// token): during slow start it opens a slot. Backends whose Slot is not a
+// Progress tells the gate the request's answer began (its response's
+// headers arrived with a success status; lim is what they tell, or nil):
+// during slow start it ends slow start where the headers tell the request
+// limit, and opens a slot where they do not. Backends whose Slot is not a
 // Progresser ignore it; a second call does nothing.
-func (pm *Permit) Progress(now time.Time) {
+func (pm *Permit) Progress(now time.Time, lim *stream.Limits) {
 	if pm == nil || pm.slot == nil {
 		return
 	}
 	if ps, ok := pm.slot.(Progresser); ok {
-		ps.Progress(now)
+		ps.Progress(now, lim)
 	}
 }
 
@@ -324,8 +326,11 @@ type memSlot struct {
 
 // Progress implements Progresser: during slow start, a request whose
 // answer began opens one more slot at once, so a fresh target's long
-// streams do not wait for each other to end.
-func (pm *memSlot) Progress(now time.Time) {
+// streams do not wait for each other to end; but where its headers tell
+// the request window, slow start ends there, as it would at the answer's
+// end (the limit is the window's remaining requests), so a fresh target
+// is not flooded on answers that begin fast.
+func (pm *memSlot) Progress(now time.Time, lim *stream.Limits) {
 	pm.p.mu.Lock()
 	defer pm.p.mu.Unlock()
 	if pm.closed || pm.progressed {
@@ -333,10 +338,16 @@ func (pm *memSlot) Progress(now time.Time) {
 	}
 	pm.progressed = true
 	g := pm.g
-	if !g.known {
-		pm.p.grow(g, g.limit+1, now)
-		g.grantLocked()
+	if g.known {
+		return
 	}
+	if w := lim; w != nil && w.Requests != nil && w.Requests.HasRemaining && !w.Requests.PerDay {
+		g.known = true
+		pm.p.grow(g, math.Max(g.limit, math.Min(float64(w.Requests.Remaining), g.max)), now)
+	} else {
+		pm.p.grow(g, g.limit+1, now)
+	}
+	g.grantLocked()
 }
 
 var _ Pacing = (*Pacer)(nil)

@@ -38,13 +38,13 @@ func slowStartOnProgress(t *testing.T) {
 	if q := p.State(tg).Queued; q != 2 {
 		t.Fatalf("%d queued, want 2", q)
 	}
-	a.Progress(now)
+	a.Progress(now, nil)
 	<-got
-	a.Progress(now) // the same request again: no second slot
+	a.Progress(now, nil) // the same request again: no second slot
 	if st := p.State(tg); st.Concurrency != 3 || st.Queued != 1 || st.InFlight != 3 {
 		t.Fatalf("after one request's progress: %+v, want limit 3, 3 in flight, 1 queued", st)
 	}
-	b.Progress(now)
+	b.Progress(now, nil)
 	<-got
 	// A request that progressed and then succeeds adds no second slot.
 	a.Done(&stream.Result{Text: "ok"}, now)
@@ -67,5 +67,34 @@ func TestTargetMaxCapsTheLimit(t *testing.T) {
 	}
 	if got := NewPacer().maxConc(); got != DefaultMaxConcurrency || DefaultMaxConcurrency < 1000 {
 		t.Errorf("default ceiling %v: want %d, room for 1,000 streams", got, DefaultMaxConcurrency)
+	}
+}
+
+// A request whose success headers tell the request window ends slow start
+// at its first byte, as the answer's end would: the limit becomes the
+// window's remaining requests, and answers that begin fast no longer open
+// a slot each (a fresh target is not flooded before the first answer ends).
+func TestProgressWithHeadersEndsSlowStart(t *testing.T) {
+	p := NewPacer()
+	tg := stream.Target{Provider: "openai", Model: "m"}
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	a, _ := p.Acquire(ctx, tg)
+	b, _ := p.Acquire(ctx, tg)
+	lim := &stream.Limits{Requests: &stream.Window{Limit: 5, Remaining: 3, HasRemaining: true, Reset: now.Add(time.Second)}}
+	a.Progress(now, lim)
+	if st := p.State(tg); st.Concurrency != 3 {
+		t.Fatalf("after headers telling 3 requests left: limit %d, want 3", st.Concurrency)
+	}
+	b.Progress(now, lim) // slow start is over: no blind slot
+	if st := p.State(tg); st.Concurrency != 3 {
+		t.Fatalf("a second answer beginning after slow start: limit %d, want 3 still", st.Concurrency)
+	}
+	// A per-day window tells nothing of the concurrency: slow start goes on.
+	q := NewPacer()
+	c, _ := q.Acquire(ctx, tg)
+	c.Progress(now, &stream.Limits{Requests: &stream.Window{Limit: 1000, Remaining: 900, HasRemaining: true, PerDay: true}})
+	if st := q.State(tg); st.Concurrency != 3 {
+		t.Fatalf("headers with only a per-day window: limit %d, want slow start's 2+1", st.Concurrency)
 	}
 }

@@ -482,9 +482,10 @@ type attempt struct {
 	wd         *watchdog
 	start      time.Time
 	res        Result
-	onText     func(string) // the caller's (may be nil); gets deltas with the key scrubbed
-	onThinking func()       // Request.OnThinking (may be nil)
-	onUsage    func(Usage)  // Request.OnUsage (may be nil; cleared once called)
+	onText     func(string)  // the caller's (may be nil); gets deltas with the key scrubbed
+	onThinking func()        // Request.OnThinking (may be nil)
+	onUsage    func(Usage)   // Request.OnUsage (may be nil; cleared once called)
+	onHeaders  func(*Limits) // Request.OnHeaders (may be nil)
 	red        redactor
 	// drain: the stream ended well before its body did; the body is
 	// drained in the background when the attempt returns (see drain).
@@ -550,7 +551,7 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, req Request, onText func(s
 		ctx = context.Background()
 	}
 	red := newRedactor(ep.Key, ep.awsSecrets(ctx)...)
-	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText, onThinking: req.OnThinking, onUsage: req.OnUsage}
+	a := &attempt{c: c, o: c.Options.withDefaults(), parent: ctx, start: c.now(), red: red, onText: onText, onThinking: req.OnThinking, onUsage: req.OnUsage, onHeaders: req.OnHeaders}
 	res := a.run(ep, req)
 	return red.scrub(res)
 }
@@ -627,6 +628,9 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.res.Status = resp.StatusCode
 	a.res.RequestID = requestID(&a.p, resp.Header, ErrorBody{})
 	a.res.Limits = parseLimits(&a.p, resp.Header, a.c.now())
+	if a.onHeaders != nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		a.onHeaders(a.res.Limits)
+	}
 
 	a.wd.armIdle(&a.wd.stall, a.o.StallTimeout, &timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
 	wire := &wireReader{r: resp.Body, touch: a.wd.touch}

@@ -157,6 +157,11 @@ type Request struct {
 	// usage. Streams that report usage only at their end (Chat
 	// Completions, Bedrock's metadata event) never call it.
 	OnUsage func(Usage)
+	// OnHeaders, when set, is called (on the attempt's goroutine) once a
+	// response with a success status arrives, before its body is read,
+	// with the limits its headers tell (nil where they tell none): the
+	// answer has begun.
+	OnHeaders func(*Limits)
 }
 
 // Usage is token usage as the provider reported it.
