@@ -596,12 +596,16 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
 	r.textSent = false
 	began := false
-	// The answer began: its success headers (with the limits they tell),
-	// else its first text, thinking or usage (a Doer that reports no
-	// headers).
-	progress := func(lim *stream.Limits) {
+	// The answer began: its first text, thinking or usage. Its success
+	// headers come first, with the limits they tell (Permit.Progress).
+	progress := func() {
 		if !began {
 			began = true
+			permit.Progress(r.clock.Now(), nil)
+		}
+	}
+	onHeaders := func(lim *stream.Limits) {
+		if lim != nil {
 			permit.Progress(r.clock.Now(), lim)
 		}
 	}
@@ -609,7 +613,7 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 		if s == "" {
 			return
 		}
-		progress(nil)
+		progress()
 		if !r.textSent {
 			r.textSent = true
 			if r.pol.NoRetryAfterText {
@@ -620,21 +624,21 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 	}
 	thinking := false
 	onThinking := func() {
-		progress(nil)
+		progress()
 		if !thinking && !r.textSent {
 			thinking = true
 			r.emit(Event{Kind: EventThinking, Time: r.clock.Now()})
 		}
 	}
 	onUsage := func(u stream.Usage) {
-		progress(nil)
+		progress()
 		if !r.textSent {
 			r.emit(Event{Kind: EventUsage, Time: r.clock.Now(), Usage: &u})
 		}
 	}
 	actx, cancel := r.attemptContext(start)
 	sr := r.e.Doer.Do(actx, stream.Request{Target: t, Prompt: r.call.Prompt, MaxTokens: r.call.MaxTokens,
-		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking, OnUsage: onUsage, OnHeaders: progress}, onText)
+		System: r.call.System, Messages: r.call.Messages, Sampling: r.call.Sampling, OnThinking: onThinking, OnUsage: onUsage, OnHeaders: onHeaders}, onText)
 	why := context.Cause(actx)
 	cancel()
 	end := endedByServer

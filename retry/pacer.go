@@ -280,11 +280,11 @@ func (pm *Permit) Reserve(now time.Time) Pace {
 	return pm.slot.Reserve(now)
 }
 
-// Progress tells the gate the request's answer began (its response's
-// headers arrived with a success status; lim is what they tell, or nil):
-// during slow start it ends slow start where the headers tell the request
-// limit, and opens a slot where they do not. Backends whose Slot is not a
-// Progresser ignore it; a second call does nothing.
+// Progress tells the gate how the request's answer is going, during slow
+// start: with lim, its success headers arrived and lim is what they tell
+// (slow start ends where they tell the request window; otherwise nothing
+// changes yet); with nil, its first text, thinking or usage arrived (a slot
+// opens, once). Backends whose Slot is not a Progresser ignore it.
 func (pm *Permit) Progress(now time.Time, lim *stream.Limits) {
 	if pm == nil || pm.slot == nil {
 		return
@@ -325,28 +325,31 @@ type memSlot struct {
 }
 
 // Progress implements Progresser: during slow start, a request whose
-// answer began opens one more slot at once, so a fresh target's long
-// streams do not wait for each other to end; but where its headers tell
-// the request window, slow start ends there, as it would at the answer's
-// end (the limit is the window's remaining requests), so a fresh target
-// is not flooded on answers that begin fast.
+// answer began (its first text) opens one more slot at once, so a fresh
+// target's long streams do not wait for each other to end; and where its
+// success headers tell the request window, slow start ends at them, as it
+// would at the answer's end (the limit is the window's remaining
+// requests), so a fresh target is not flooded on answers that begin fast.
 func (pm *memSlot) Progress(now time.Time, lim *stream.Limits) {
 	pm.p.mu.Lock()
 	defer pm.p.mu.Unlock()
-	if pm.closed || pm.progressed {
+	g := pm.g
+	if pm.closed || pm.progressed || g.known {
+		return
+	}
+	if lim != nil {
+		// The headers: a request window ends slow start; without one the
+		// first text opens the slot (opening it at the headers, sooner,
+		// overshoots a provider that tells no limits).
+		if w := lim.Requests; w != nil && w.HasRemaining && !w.PerDay {
+			g.known = true
+			pm.p.grow(g, math.Max(g.limit, math.Min(float64(w.Remaining), g.max)), now)
+			g.grantLocked()
+		}
 		return
 	}
 	pm.progressed = true
-	g := pm.g
-	if g.known {
-		return
-	}
-	if w := lim; w != nil && w.Requests != nil && w.Requests.HasRemaining && !w.Requests.PerDay {
-		g.known = true
-		pm.p.grow(g, math.Max(g.limit, math.Min(float64(w.Requests.Remaining), g.max)), now)
-	} else {
-		pm.p.grow(g, g.limit+1, now)
-	}
+	pm.p.grow(g, g.limit+1, now)
 	g.grantLocked()
 }
 

@@ -90,11 +90,16 @@ func TestProgressWithHeadersEndsSlowStart(t *testing.T) {
 	if st := p.State(tg); st.Concurrency != 3 {
 		t.Fatalf("a second answer beginning after slow start: limit %d, want 3 still", st.Concurrency)
 	}
-	// A per-day window tells nothing of the concurrency: slow start goes on.
+	// A per-day window tells nothing of the concurrency: slow start goes
+	// on, and the slot opens at the first text, not at the headers.
 	q := NewPacer()
 	c, _ := q.Acquire(ctx, tg)
 	c.Progress(now, &stream.Limits{Requests: &stream.Window{Limit: 1000, Remaining: 900, HasRemaining: true, PerDay: true}})
+	if st := q.State(tg); st.Concurrency != 2 {
+		t.Fatalf("headers with only a per-day window: limit %d, want slow start's 2 until the first text", st.Concurrency)
+	}
+	c.Progress(now, nil)
 	if st := q.State(tg); st.Concurrency != 3 {
-		t.Fatalf("headers with only a per-day window: limit %d, want slow start's 2+1", st.Concurrency)
+		t.Fatalf("the first text after headers without a request window: limit %d, want 2+1", st.Concurrency)
 	}
 }
