@@ -99,7 +99,8 @@ func (d Doer) Scope(t stream.Target, s stream.Scope) string { return d.Next.Scop
 type Reader struct {
 	f     *Fleet
 	last  string
-	start time.Time       // the first read, on Redis's clock: earlier events are the backlog
+	start time.Time       // the first read, on Redis's clock: a minute back from it is where reading starts
+	edge  string          // the stream's last id at the first read: it and earlier ids are the backlog
 	live  map[string]bool // the processes alive at the last read
 }
 
@@ -139,8 +140,16 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 		r.start = r.f.redisNow()
 		err := r.f.call(ctx, func(cctx context.Context) (err error) {
 			t, err := r.f.rdb.Time(cctx).Result()
-			if err == nil {
-				r.start = t
+			if err != nil {
+				return err
+			}
+			r.start = t
+			// The backlog ends at the stream's last entry now, not at a
+			// millisecond: an entry added in the same millisecond as this
+			// read is backlog too.
+			last, err := r.f.rdb.XRevRangeN(cctx, r.f.key("events"), "+", "-", 1).Result()
+			if err == nil && len(last) == 1 {
+				r.edge = last[0].ID
 			}
 			return err
 		})
@@ -209,7 +218,7 @@ func (r *Reader) decode(id, v string, size int64) (Event, bool) {
 		return ev, false
 	}
 	ev.ID = id
-	ev.Backlog = idTime(id).Before(r.start.Truncate(time.Millisecond))
+	ev.Backlog = r.edge != "" && !idAfter(id, r.edge)
 	ev.At = r.f.localTime(idTime(id))
 	ev.Mine = ev.Proc == r.f.id
 	return ev, true
@@ -355,6 +364,20 @@ func (r *Reader) readLive(ctx context.Context) {
 }
 
 // idTime is when Redis took a stream entry (its id's milliseconds).
+// idAfter reports whether stream id a comes after b ("MS-SEQ" each).
+func idAfter(a, b string) bool {
+	ams, aseq, _ := strings.Cut(a, "-")
+	bms, bseq, _ := strings.Cut(b, "-")
+	am, _ := strconv.ParseUint(ams, 10, 64)
+	bm, _ := strconv.ParseUint(bms, 10, 64)
+	if am != bm {
+		return am > bm
+	}
+	as, _ := strconv.ParseUint(aseq, 10, 64)
+	bs, _ := strconv.ParseUint(bseq, 10, 64)
+	return as > bs
+}
+
 func idTime(id string) time.Time {
 	ms, _, _ := strings.Cut(id, "-")
 	n, _ := strconv.ParseInt(ms, 10, 64)

@@ -54,3 +54,18 @@ func TestReaderBacklogAndLive(t *testing.T) {
 		t.Fatalf("next read: %+v %v, want A's new event", evs, err)
 	}
 }
+
+// Stream ids order by milliseconds, then by sequence, as numbers.
+func TestIDAfter(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"1000-1", "1000-0", true}, {"1000-0", "1000-0", false}, {"999-5", "1000-0", false},
+		{"1000-10", "1000-9", true}, {"10000-0", "9999-99", true},
+	} {
+		if got := idAfter(c.a, c.b); got != c.want {
+			t.Errorf("idAfter(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
