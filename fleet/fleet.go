@@ -14,6 +14,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -124,19 +125,44 @@ type Fleet struct {
 // ParseURL checks a --state value and returns the go-redis options for it,
 // with the password from the URL or, when it has none, from getenv's
 // REDISCLI_AUTH. Its errors never quote the URL (it may hold a password).
+// The shared state's own limits may be set in the URL's query (Knobs);
+// they are checked here and left out of the go-redis options.
 func ParseURL(raw string, getenv func(string) string) (*redis.Options, error) {
+	opt, _, err := parseURL(raw, getenv)
+	return opt, err
+}
+
+// Knobs are the shared state's limits a --state URL may set in its query
+// (redis://HOST:PORT/DB?max_reply=2MiB&patience=5s): each overrides the
+// Options field of the same meaning.
+var Knobs = []string{"max_reply", "max_value", "patience", "timeout", "start_hold", "rate_margin"}
+
+// parseURL is ParseURL, with the knobs the query set applied to a zero
+// Options.
+func parseURL(raw string, getenv func(string) string) (*redis.Options, Options, error) {
+	var knobs Options
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, errors.New("not a URL (want redis://HOST:PORT/DB or rediss://...)")
+		return nil, knobs, errors.New("not a URL (want redis://HOST:PORT/DB or rediss://...)")
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("scheme %q: want redis:// or rediss://", u.Scheme)
+		return nil, knobs, fmt.Errorf("scheme %q: want redis:// or rediss://", u.Scheme)
+	}
+	if q := u.Query(); len(q) > 0 {
+		if knobs, err = parseKnobs(q); err != nil {
+			return nil, knobs, err
+		}
+		for _, k := range Knobs {
+			q.Del(k)
+		}
+		u.RawQuery = q.Encode()
+		raw = u.String()
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		// go-redis's own messages name the part that is wrong; keep only
 		// them, never the URL.
-		return nil, fmt.Errorf("%s: %w", Redact(raw), errors.New(redactIn(err.Error(), u)))
+		return nil, knobs, fmt.Errorf("%s: %w", Redact(raw), errors.New(redactIn(err.Error(), u)))
 	}
 	if opt.Password == "" {
 		if getenv == nil {
@@ -144,7 +170,81 @@ func ParseURL(raw string, getenv func(string) string) (*redis.Options, error) {
 		}
 		opt.Password = getenv("REDISCLI_AUTH")
 	}
-	return opt, nil
+	return opt, knobs, nil
+}
+
+// parseKnobs reads the knobs in a --state URL's query; a bad value is an
+// error naming its knob.
+func parseKnobs(q url.Values) (Options, error) {
+	var o Options
+	size := func(k string, dst *int64) error {
+		v := q.Get(k)
+		n, err := parseSize(v)
+		if err != nil || n < 1024 {
+			return fmt.Errorf("%s=%q: want a size of at least 1KiB, such as 64KiB or 2MiB", k, v)
+		}
+		*dst = n
+		return nil
+	}
+	dur := func(k string, dst *time.Duration) error {
+		v := q.Get(k)
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a duration above zero, such as 500ms or 3s", k, v)
+		}
+		*dst = d
+		return nil
+	}
+	var errs []error
+	for k := range q {
+		var err error
+		switch k {
+		case "max_reply":
+			err = size(k, &o.MaxReply)
+		case "max_value":
+			err = size(k, &o.MaxValue)
+		case "patience":
+			err = dur(k, &o.Patience)
+		case "timeout":
+			err = dur(k, &o.Timeout)
+		case "start_hold":
+			err = dur(k, &o.StartHold)
+		case "rate_margin":
+			v := q.Get(k)
+			f, perr := strconv.ParseFloat(v, 64)
+			switch {
+			case perr != nil || f < 0 || f >= 0.5:
+				err = fmt.Errorf("%s=%q: want a share from 0 to under 0.5, such as 0.03", k, v)
+			case f == 0:
+				o.RateMargin = -1 // none
+			default:
+				o.RateMargin = f
+			}
+		}
+		errs = append(errs, err)
+	}
+	return o, errors.Join(errs...)
+}
+
+// parseSize reads a byte count: a whole number, optionally followed by
+// KiB or MiB (or KB, MB, K, M, taken as binary too).
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	s := strings.TrimSpace(v)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("not a size: %q", v)
+	}
+	return n * mult, nil
 }
 
 // redactIn removes u's password from s.
@@ -172,10 +272,17 @@ func Redact(raw string) string {
 // unreachable Redis gives a Fleet running on local state (Warn is told) that
 // reconnects in the background.
 func Open(ctx context.Context, rawURL string, o Options) (*Fleet, error) {
-	ro, err := ParseURL(rawURL, o.Getenv)
+	ro, knobs, err := parseURL(rawURL, o.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("shared state URL: %w", err)
 	}
+	// The URL's knobs win over the caller's options.
+	o.MaxReply = cmp.Or(knobs.MaxReply, o.MaxReply)
+	o.MaxValue = cmp.Or(knobs.MaxValue, o.MaxValue)
+	o.Patience = cmp.Or(knobs.Patience, o.Patience)
+	o.Timeout = cmp.Or(knobs.Timeout, o.Timeout)
+	o.StartHold = cmp.Or(knobs.StartHold, o.StartHold)
+	o.RateMargin = cmp.Or(knobs.RateMargin, o.RateMargin)
 	if o.Timeout <= 0 {
 		o.Timeout = 500 * time.Millisecond
 	}

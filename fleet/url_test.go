@@ -1,8 +1,10 @@
 package fleet
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseURL(t *testing.T) {
@@ -65,4 +67,47 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("ParseURL(%q): %v shows the password", raw, e)
 		}
 	})
+}
+
+// The shared state's limits can be set in the --state URL's query; a bad
+// value is an error naming its knob, and go-redis never sees them.
+func TestURLKnobs(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	ro, k, err := parseURL("redis://127.0.0.1:6379/0?max_reply=2MiB&max_value=64KiB&patience=5s&timeout=750ms&start_hold=1s&rate_margin=0.05&dial_timeout=2s", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.MaxReply != 2<<20 || k.MaxValue != 64<<10 || k.Patience != 5*time.Second || k.Timeout != 750*time.Millisecond ||
+		k.StartHold != time.Second || k.RateMargin != 0.05 {
+		t.Errorf("knobs %+v", k)
+	}
+	if ro.DialTimeout != 2*time.Second || ro.DB != 0 {
+		t.Errorf("go-redis's own option lost: %+v", ro)
+	}
+	if _, k, _ := parseURL("redis://127.0.0.1:6379/0?rate_margin=0", env(nil)); k.RateMargin >= 0 {
+		t.Errorf("rate_margin=0 must mean no margin, got %v", k.RateMargin)
+	}
+	for _, c := range []struct{ url, knob string }{
+		{"redis://h:1/0?max_reply=lots", "max_reply"},
+		{"redis://h:1/0?max_reply=10", "max_reply"},
+		{"redis://h:1/0?max_value=-1", "max_value"},
+		{"redis://h:1/0?patience=0s", "patience"},
+		{"redis://h:1/0?timeout=soon", "timeout"},
+		{"redis://h:1/0?start_hold=-1s", "start_hold"},
+		{"redis://:pw-secret@h:1/0?rate_margin=0.9", "rate_margin"},
+	} {
+		_, err := ParseURL(c.url, env(nil))
+		if err == nil || !strings.HasPrefix(err.Error(), c.knob+"=") || strings.Contains(err.Error(), "pw-secret") {
+			t.Errorf("%s: %v, want an error naming %s (and no password)", c.url, err, c.knob)
+		}
+	}
+	// Open applies them over the caller's options.
+	f, err := Open(context.Background(), "redis://127.0.0.1:1/0?patience=7s&max_reply=4KiB", Options{Patience: time.Second, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.opt.Patience != 7*time.Second || f.opt.MaxReply != 4<<10 {
+		t.Errorf("Open: patience %v, max reply %d; want the URL's 7s and 4KiB", f.opt.Patience, f.opt.MaxReply)
+	}
 }
