@@ -176,13 +176,7 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 		return r.bounded(ctx)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if r.f.failed(context.Background(), err) {
-			r.badKey(err)
-		}
-		return nil, nil
+		return nil, r.readFailed(ctx, err)
 	}
 	r.f.answered()
 	var out []Event
@@ -196,6 +190,19 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]Event, error) 
 		}
 	}
 	return out, nil
+}
+
+// readFailed handles a read's error: the caller's cancellation is
+// returned; anything else is Redis away (or, for an error reply, a bad key
+// warned about once) and reads as no events.
+func (r *Reader) readFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if r.f.failed(context.Background(), err) {
+		r.badKey(err)
+	}
+	return nil
 }
 
 func (r *Reader) badKey(err error) {
@@ -254,13 +261,7 @@ func (r *Reader) bounded(ctx context.Context) ([]Event, error) {
 		return err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if r.f.failed(context.Background(), err) {
-			r.badKey(err)
-		}
-		return nil, nil
+		return nil, r.readFailed(ctx, err)
 	}
 	r.f.answered()
 	var out []Event
