@@ -247,16 +247,24 @@ func (o *sseOut) signal() {
 	}
 }
 
-// text appends a delta and has it flushed; past the caps it waits for the
-// caller to take what is pending (or to be dropped).
-func (o *sseOut) text(out writer, s string) {
+// text appends a delta. Unless batch is set it has the flusher write it at
+// once; with batch (the upstream's reads call push, see
+// callState.beforeRead) it leaves it for the next push, so that the deltas
+// of one upstream read go to the caller in one write and one flush. Past
+// the caps it has the flusher write, and waits for the caller to take what
+// is pending (or to be dropped).
+func (o *sseOut) text(out writer, s string, batch bool) {
 	o.mu.Lock()
 	n := len(*o.buf)
 	*o.buf = out.text(*o.buf, s)
 	added := len(*o.buf) - n
 	o.held += added
+	held := o.held
 	o.mu.Unlock()
 	o.flow.add(int64(added))
+	if batch && held < o.flow.perCall && o.flow.queued.Load() < o.flow.total {
+		return
+	}
 	o.signal()
 	for {
 		o.mu.Lock()
@@ -271,6 +279,16 @@ func (o *sseOut) text(out writer, s string) {
 		case <-o.dead:
 			return
 		}
+	}
+}
+
+// push has the flusher write and flush what is pending, if anything.
+func (o *sseOut) push() {
+	o.mu.Lock()
+	n := len(*o.buf)
+	o.mu.Unlock()
+	if n > 0 {
+		o.signal()
 	}
 }
 
