@@ -41,7 +41,9 @@ func (t chunkedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // between two of its calls are those of one read: here two reads of two
 // deltas and one of one, then the end.
 func TestReadHookMarksEachReadsDeltas(t *testing.T) {
-	ev := func(s string) string { return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n" }
+	ev := func(s string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n"
+	}
 	c := &Client{HTTP: &http.Client{Transport: chunkedTransport{chunks: []string{
 		ev("a") + ev("b"), ev("c") + ev("d"), ev("e"), `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"}}}}
 	var log []string
