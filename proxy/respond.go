@@ -104,8 +104,11 @@ func appendEvent(buf []byte, event string, v any) []byte {
 // sseOut is a started stream's output. Events are appended to a buffer by
 // the call's goroutine, and one flusher goroutine writes and flushes
 // whatever is ready, once per batch: a burst of tokens costs one write, a
-// slow stream still goes out token by token. The two buffers are swapped,
-// not reallocated, and come from a pool.
+// slow stream still goes out token by token. When the upstream's reads
+// call the proxy's read hook (callState.beforeRead), a batch is what one
+// upstream read brought: the flusher is woken before the next read, not
+// per delta. The two buffers are swapped, not reallocated, and come from a
+// pool.
 //
 // Backpressure: once the call's pending bytes reach its cap (flow.perCall),
 // or the bytes pending for all callers reach theirs (flow.total) while it
