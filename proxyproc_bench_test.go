@@ -89,16 +89,31 @@ func freeAddr(b *testing.B) string {
 // asked for, no history), so its figures are a floor for any proxy on this
 // machine and harness.
 //
+// The -c1 modes make the same calls one at a time, in blocks of 300: the
+// proxy's CPU per call without the sharing of commits, socket writes and
+// wake-ups that 50 calls at once give.
+//
 //	go test -run '^$' -bench ProxyProcess -benchtime 10x .
 func BenchmarkProxyProcess(b *testing.B) {
-	for _, mode := range []string{"history", "no-history", "bare-reverse-proxy"} {
-		b.Run(mode, func(b *testing.B) { benchProxyProcess(b, mode) })
+	for _, conc := range []int{50, 1} {
+		for _, mode := range []string{"history", "no-history", "bare-reverse-proxy"} {
+			name := mode
+			if conc == 1 {
+				name += "-c1"
+			}
+			b.Run(name, func(b *testing.B) { benchProxyProcess(b, mode, conc) })
+		}
 	}
 }
 
 // bareProxyEnv, when set to "LISTEN UPSTREAM", makes the test binary a bare
 // reverse proxy (bareProxyChild) instead of running tests.
 const bareProxyEnv = "LIMITSCOPE_BENCH_BARE_PROXY"
+
+// proxyPprofEnv, set to a loopback address, has the proxy child (of a test
+// binary built with -tags pprof) serve net/http/pprof there: the profile
+// of `limitscope proxy` under the benchmark's load.
+const proxyPprofEnv = "LIMITSCOPE_BENCH_PROXY_PPROF"
 
 // bareProxyChild serves httputil's ReverseProxy on listen, to the upstream
 // host:port, until killed.
@@ -111,7 +126,7 @@ func bareProxyChild(spec string) {
 	os.Exit(1)
 }
 
-func benchProxyProcess(b *testing.B, mode string) {
+func benchProxyProcess(b *testing.B, mode string, conc int) {
 	dir := b.TempDir()
 	scen := filepath.Join(dir, "unlimited.ini")
 	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\ntokens_per_second = 1000000\nfirst_token_delay = 0s\n"), 0o600); err != nil {
@@ -142,12 +157,19 @@ func benchProxyProcess(b *testing.B, mode string) {
 		// not main.
 		proxyCmd = startChild(b, append(env, e2eMainEnv+"=0", bareProxyEnv+"="+proxyAddr+" "+simAddr), proxyAddr, "bare-reverse-proxy")
 	} else {
-		proxyCmd = startChild(b, append(env, "OPENAI_BASE_URL=http://"+simAddr+"/openai/v1", "OPENAI_API_KEY="+sim.FakeKey), proxyAddr, args...)
+		penv := append(env, "OPENAI_BASE_URL=http://"+simAddr+"/openai/v1", "OPENAI_API_KEY="+sim.FakeKey)
+		if a := os.Getenv(proxyPprofEnv); a != "" {
+			penv = append(penv, "LIMITSCOPE_PPROF="+a) // the proxy child's only
+		}
+		proxyCmd = startChild(b, penv, proxyAddr, args...)
 	}
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100, DisableCompression: true}}
 	defer hc.CloseIdleConnections()
-	const block, conc = 1000, 50
+	block := 1000
+	if conc == 1 {
+		block = 300
+	}
 	var cut atomic.Int64 // bare-reverse-proxy's cut calls
 	call := func(direct bool) {
 		addr, key, model := "http://"+proxyAddr+"/v1/chat/completions", token, "openai/gpt-5.4-mini"
@@ -205,7 +227,7 @@ func benchProxyProcess(b *testing.B, mode string) {
 	}
 	run(200, true) // warm up both hops' connections
 	run(200, false)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / block }
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(block) }
 	var proxyMS, simDirectMS, simProxiedMS, ratio []float64
 	for i := 0; b.Loop(); i++ {
 		var ds, dw, pp, ps, pw time.Duration // the proxy's CPU in a direct block is not wanted

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,6 +211,95 @@ func TestNonReadingCallerDroppedByTheWriteTimeout(t *testing.T) {
 		}
 		if w.got > 2<<20 || h.flow.queued.Load() != 0 {
 			t.Errorf("the caller took %d bytes; %d still counted as queued", w.got, h.flow.queued.Load())
+		}
+	})
+}
+
+// readsUpstream is an OpenAI upstream whose answer arrives in reads of
+// perRead deltas each ("x"), after a pause before each read.
+type readsUpstream struct {
+	reads, perRead int
+	pause          time.Duration
+}
+
+func (u *readsUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	ev := `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}` + "\n\n"
+	var chunks []string
+	for range u.reads {
+		chunks = append(chunks, strings.Repeat(ev, u.perRead))
+	}
+	chunks = append(chunks, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	h := http.Header{}
+	h.Set("Content-Type", "text/event-stream")
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Request: r, ContentLength: -1,
+		Body: &pausedBody{chunks: chunks, pause: u.pause}}, nil
+}
+
+// pausedBody returns one chunk per read, each after a pause.
+type pausedBody struct {
+	chunks []string
+	pause  time.Duration
+}
+
+func (b *pausedBody) Read(p []byte) (int, error) {
+	if len(b.chunks) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(b.pause) // the bubble's clock: every other goroutine is idle first
+	n := copy(p, b.chunks[0])
+	if b.chunks[0] = b.chunks[0][n:]; b.chunks[0] == "" {
+		b.chunks = b.chunks[1:]
+	}
+	return n, nil
+}
+
+func (b *pausedBody) Close() error { return nil }
+
+// writesCaller keeps each write to it.
+type writesCaller struct {
+	hdr    http.Header
+	status int
+	writes []string
+}
+
+func (w *writesCaller) Header() http.Header { return w.hdr }
+func (w *writesCaller) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+}
+func (w *writesCaller) FlushError() error { return nil }
+func (w *writesCaller) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// The deltas of one upstream read reach the caller in one write (and one
+// flush): the first delta with the stream's opening, the rest of the
+// first read's when the second read begins, and so on; the last read's
+// with the stream's end.
+func TestOneUpstreamReadIsOneWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &readsUpstream{reads: 4, perRead: 8, pause: 10 * time.Millisecond}
+		h, _ := backpressureProxy(t, &sseUpstream{}, Options{})
+		h.o.Engine.Doer = stream.Router{Client: &stream.Client{HTTP: &http.Client{Transport: up}},
+			Endpoints: map[string]stream.Endpoint{"openai": {Provider: "openai", BaseURL: "http://upstream.invalid/v1", Key: "sk-test-0123456789abcdef"}}}
+		w := &writesCaller{hdr: http.Header{}}
+		h.ServeHTTP(w, streamRequest(t))
+		var got []int
+		for _, s := range w.writes {
+			got = append(got, strings.Count(s, `"content":"x"`))
+		}
+		if w.status != http.StatusOK || len(w.writes) == 0 || !strings.Contains(w.writes[len(w.writes)-1], "data: [DONE]") {
+			t.Fatalf("status %d, writes %q", w.status, w.writes)
+		}
+		if want := []int{1, 7, 8, 8, 8, 0}; !slices.Equal(got, want) {
+			t.Errorf("deltas per write %v, want %v (one write per upstream read)", got, want)
 		}
 	})
 }

@@ -435,6 +435,10 @@ type callState struct {
 	usage   *stream.Usage // the attempt's usage as reported before its text (EventUsage), nil when none
 	started bool          // the caller's stream began: nothing can be taken back
 	sse     *sseOut       // the started stream's output
+	// batch: the attempt's reads of its upstream call beforeRead (its
+	// Doer honours stream.WithReadHook), so a delta waits there to go out
+	// with the rest of its read's.
+	batch bool
 	// keep: the text sent is kept in sent, for a continuation's prefill.
 	keep bool
 	sent []byte
@@ -483,14 +487,27 @@ func (cs *callState) dropWhole() {
 	cs.text = nil
 }
 
+// beforeRead is the upstream read hook (stream.WithReadHook): the deltas
+// of the read before this one go out to the caller now, in one write.
+func (cs *callState) beforeRead() {
+	cs.batch = true
+	if cs.sse != nil {
+		cs.sse.push()
+	}
+}
+
 // event is the call's own sink: it streams text to the caller.
 func (cs *callState) event(ev retry.Event) {
+	if ev.Kind != retry.EventText && cs.sse != nil {
+		cs.sse.push() // text held for a read's end goes out before anything else happens
+	}
 	switch ev.Kind {
 	case retry.EventAttemptStart:
 		if ev.Attempt != nil {
 			cs.target, cs.n = ev.Attempt.Target, ev.Attempt.N
 		}
 		cs.usage = nil
+		cs.batch = false // until this attempt's first read says its Doer calls the hook
 		if cs.whole && cs.tooBig == nil {
 			cs.dropWhole() // a retry's answer replaces the failed attempt's
 		}
@@ -518,7 +535,7 @@ func (cs *callState) event(ev retry.Event) {
 			cs.begin(text)
 			return
 		}
-		cs.sse.text(cs.out, text)
+		cs.sse.text(cs.out, text, cs.batch)
 	}
 }
 
@@ -756,7 +773,9 @@ func (h *Handler) run(ctx context.Context, eng *retry.Engine, call retry.Call, c
 	case h.o.Record != nil:
 		sink = h.o.Record(call, sink)
 	}
-	res := eng.Run(ctx, call, sink)
+	// The upstream's reads mark where the deltas of one read end: they go
+	// to the caller as one write (callState.beforeRead).
+	res := eng.Run(stream.WithReadHook(ctx, cs.beforeRead), call, sink)
 	h.logCall(call, res)
 	h.commit(ctx, call.ID)
 	return res

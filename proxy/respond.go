@@ -104,8 +104,11 @@ func appendEvent(buf []byte, event string, v any) []byte {
 // sseOut is a started stream's output. Events are appended to a buffer by
 // the call's goroutine, and one flusher goroutine writes and flushes
 // whatever is ready, once per batch: a burst of tokens costs one write, a
-// slow stream still goes out token by token. The two buffers are swapped,
-// not reallocated, and come from a pool.
+// slow stream still goes out token by token. When the upstream's reads
+// call the proxy's read hook (callState.beforeRead), a batch is what one
+// upstream read brought: the flusher is woken before the next read, not
+// per delta. The two buffers are swapped, not reallocated, and come from a
+// pool.
 //
 // Backpressure: once the call's pending bytes reach its cap (flow.perCall),
 // or the bytes pending for all callers reach theirs (flow.total) while it
@@ -247,16 +250,24 @@ func (o *sseOut) signal() {
 	}
 }
 
-// text appends a delta and has it flushed; past the caps it waits for the
-// caller to take what is pending (or to be dropped).
-func (o *sseOut) text(out writer, s string) {
+// text appends a delta. Unless batch is set it has the flusher write it at
+// once; with batch (the upstream's reads call push, see
+// callState.beforeRead) it leaves it for the next push, so that the deltas
+// of one upstream read go to the caller in one write and one flush. Past
+// the caps it has the flusher write, and waits for the caller to take what
+// is pending (or to be dropped).
+func (o *sseOut) text(out writer, s string, batch bool) {
 	o.mu.Lock()
 	n := len(*o.buf)
 	*o.buf = out.text(*o.buf, s)
 	added := len(*o.buf) - n
 	o.held += added
+	held := o.held
 	o.mu.Unlock()
 	o.flow.add(int64(added))
+	if batch && held < o.flow.perCall && o.flow.queued.Load() < o.flow.total {
+		return
+	}
 	o.signal()
 	for {
 		o.mu.Lock()
@@ -271,6 +282,16 @@ func (o *sseOut) text(out writer, s string) {
 		case <-o.dead:
 			return
 		}
+	}
+}
+
+// push has the flusher write and flush what is pending, if anything.
+func (o *sseOut) push() {
+	o.mu.Lock()
+	n := len(*o.buf)
+	o.mu.Unlock()
+	if n > 0 {
+		o.signal()
 	}
 }
 

@@ -194,10 +194,11 @@ func inspectFile(path string) (boltMeta, error) {
 const treeCheckMax = 4 << 20
 
 // checkOpen is what an open checks: checkFile, and for a small file every
-// tree's links (checkAllTrees).
-func checkOpen(path string) error {
+// tree's links (checkAllTrees), unless trees is false (a file this process
+// wrote last and nobody changed since: see fileStamp).
+func checkOpen(path string, trees bool) error {
 	m, err := inspectFile(path)
-	if err != nil || m.hwm == 0 || int64(m.hwm)*int64(m.pageSize) > treeCheckMax {
+	if err != nil || !trees || m.hwm == 0 || int64(m.hwm)*int64(m.pageSize) > treeCheckMax {
 		return err
 	}
 	return checkAllTrees(path, m)

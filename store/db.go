@@ -124,14 +124,17 @@ func openDB(path string, write bool, timeout time.Duration) (*bolt.DB, error) {
 // or compaction) while it waited, so nothing is ever written to an unlinked
 // file.
 func openDBCtx(ctx context.Context, path string, write bool, timeout time.Duration) (*bolt.DB, error) {
-	db, _, err := openDBFile(ctx, path, write, timeout)
+	db, _, err := openDBFile(ctx, path, write, timeout, nil)
 	return db, err
 }
 
 // openDBFile is openDBCtx that also returns the open file bbolt uses (and
 // holds the lock on), for a caller that may have to let go of the file
-// without bbolt's Close (see fileHold.abandon).
-func openDBFile(ctx context.Context, path string, write bool, timeout time.Duration) (db *bolt.DB, file *os.File, err error) {
+// without bbolt's Close (see fileHold.abandon). known (nil: none) is the
+// file as this process left it after writing it last: when the locked file
+// still matches it, its trees are not walked again (its meta pages still
+// are checked).
+func openDBFile(ctx context.Context, path string, write bool, timeout time.Duration, known *fileStamp) (db *bolt.DB, file *os.File, err error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
@@ -168,7 +171,7 @@ func openDBFile(ctx context.Context, path string, write bool, timeout time.Durat
 				// then succeeds at once.
 				if hookErr = waitLock(ctx, f, write, start, deadline); hookErr == nil {
 					// Held: check what bbolt will trust before it maps.
-					if cerr := checkOpen(name); cerr != nil {
+					if cerr := checkOpen(name, !known.matches(f)); cerr != nil {
 						hookErr = &FileError{Path: path, Kind: ErrCorrupt, Err: cerr}
 					}
 				}
@@ -358,7 +361,7 @@ func update(path string, timeout time.Duration, fn func(tx *bolt.Tx) error) erro
 // journal that cannot be applied never stops fn's commit (it stays for a
 // later merge).
 func updateCtx(ctx context.Context, path string, timeout time.Duration, fn func(tx *bolt.Tx) error) error {
-	db, file, err := openForUpdate(ctx, path, timeout)
+	db, file, err := openForUpdate(ctx, path, timeout, nil)
 	if err != nil {
 		return err
 	}

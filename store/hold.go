@@ -86,6 +86,38 @@ type fileHold struct {
 	fi                 os.FileInfo // db's file, to tell a replaced path
 	began, last, until time.Time   // the hold's start, its last use; no new hold before until
 	idle               *time.Timer // ends the hold once idle (stopped while none)
+	// known is the file as this process left it after its last write (nil:
+	// not known): a reopen that finds it so skips the walk of its trees.
+	known *fileStamp
+}
+
+// fileStamp is an open file as fstat sees it: which file, its size, and
+// when its data and its inode last changed. A file whose stamp is the one
+// taken when this process last let go of it after writing it was changed
+// by nobody since: a write by anyone moves its ctime, which no process
+// can set back.
+type fileStamp struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// stampOf is f's stamp, or nil when fstat fails.
+func stampOf(f *os.File) *fileStamp {
+	var st syscall.Stat_t
+	if f == nil || syscall.Fstat(int(f.Fd()), &st) != nil {
+		return nil
+	}
+	return &fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// matches reports whether f is the file s was taken of, unchanged since.
+func (s *fileStamp) matches(f *os.File) bool {
+	if s == nil {
+		return false
+	}
+	now := stampOf(f)
+	return now != nil && *now == *s
 }
 
 // newFileHold returns the hold of path; allow lets update keep it open.
@@ -115,6 +147,7 @@ func (h *fileHold) release() {
 	if h.db == nil {
 		return
 	}
+	h.known = stampOf(h.file) // still locked: as this process left it
 	_ = h.db.Close()
 	h.db, h.file, h.fi = nil, nil, nil
 	h.until = time.Now().Add(holdGap)
@@ -127,6 +160,7 @@ func (h *fileHold) release() {
 // behind. The next use opens and checks the file afresh.
 func (h *fileHold) abandon() {
 	h.idle.Stop()
+	h.known = nil
 	if h.db == nil {
 		return
 	}
@@ -182,15 +216,19 @@ func (h *fileHold) update(ctx context.Context, timeout time.Duration, hold bool,
 		}
 		t.Stop()
 	}
-	if !hold || !h.allow || now.Before(h.until) || waiting {
-		return updateCtx(ctx, h.path, timeout, fn)
-	}
-	db, file, err := openForUpdate(ctx, h.path, timeout)
+	known := h.known
+	h.known = nil // until this use leaves the file as it knows it
+	db, file, err := openForUpdate(ctx, h.path, timeout, known)
 	if err != nil {
 		return err
 	}
 	if err := updateTx(db, h.path, fn); err != nil {
 		return closeOrDrop(db, file, err)
+	}
+	if !hold || !h.allow || now.Before(h.until) || waiting {
+		// As updateCtx, noting the file as this process leaves it.
+		h.known = stampOf(file)
+		return closeDB(db, nil)
 	}
 	// openDBCtx saw the path name the file it locked, and the lock is
 	// still held: the path's file now is db's.
@@ -241,8 +279,8 @@ func (h *fileHold) view(timeout time.Duration, fn func(tx *bolt.Tx) error) error
 
 // openForUpdate opens path to write, waiting for its lock as openDBCtx
 // does, and merges its journals first (see updateCtx).
-func openForUpdate(ctx context.Context, path string, timeout time.Duration) (*bolt.DB, *os.File, error) {
-	db, file, err := openDBFile(ctx, path, true, timeout)
+func openForUpdate(ctx context.Context, path string, timeout time.Duration, known *fileStamp) (*bolt.DB, *os.File, error) {
+	db, file, err := openDBFile(ctx, path, true, timeout, known)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // lockedNow reports whether another open of path cannot take its shared
@@ -215,7 +217,7 @@ func TestRefusedOpenLetsGo(t *testing.T) {
 		if err := os.WriteFile(bad, data[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		db, _, err := openDBFile(context.Background(), bad, true, 50*time.Millisecond)
+		db, _, err := openDBFile(context.Background(), bad, true, 50*time.Millisecond, nil)
 		if err == nil {
 			_ = db.Close()
 			break // every page in use is there: the file's tail is room to grow
@@ -230,5 +232,49 @@ func TestRefusedOpenLetsGo(t *testing.T) {
 	}
 	if refused < 3 {
 		t.Fatalf("only %d cuts refused", refused)
+	}
+}
+
+// TestReopenKnowsOnlyTheFileItLeft: after a write that closes the file, the
+// hold knows the file as it left it (the next open skips the walk of its
+// trees), and a file changed since, by anyone, is no longer the one known
+// (its trees are walked again).
+func TestReopenKnowsOnlyTheFileItLeft(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	h := newFileHold(path, false)
+	h.Lock()
+	err := h.update(context.Background(), time.Second, true, func(*bolt.Tx) error { return nil })
+	h.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.db != nil {
+		t.Fatal("a hold not allowed kept the file open")
+	}
+	open := func() *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	if !h.known.matches(open()) {
+		t.Fatal("the file as the hold left it is not the one it knows")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if h.known.matches(open()) {
+		t.Fatal("a file written since still matches the hold's stamp")
+	}
+	var none *fileStamp
+	if none.matches(open()) {
+		t.Fatal("no stamp matched a file")
 	}
 }

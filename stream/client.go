@@ -405,12 +405,13 @@ func (w *watchdog) stop() {
 // wireReader counts the raw bytes of a body as they arrive (so comments and
 // pings count as alive) and keeps the first ones for a snippet.
 type wireReader struct {
-	r     io.Reader
-	touch func()
-	n     int64
-	head  []byte
-	limit int64 // 0: none
-	eof   bool  // the body returned io.EOF: nothing is left to drain
+	r      io.Reader
+	touch  func()
+	before func() // nil, or the caller's hook before each read (WithReadHook)
+	n      int64
+	head   []byte
+	limit  int64 // 0: none
+	eof    bool  // the body returned io.EOF: nothing is left to drain
 }
 
 // errStreamTooBig ends a stream that passed Options.MaxStreamSize.
@@ -422,6 +423,9 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	}
 	if w.limit > 0 && int64(len(p)) > w.limit-w.n {
 		p = p[:w.limit-w.n]
+	}
+	if w.before != nil {
+		w.before()
 	}
 	n, err := w.r.Read(p)
 	if err == io.EOF {
@@ -633,7 +637,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	}
 
 	a.wd.armIdle(&a.wd.stall, a.o.StallTimeout, &timeoutCause{"no bytes on the wire within the stall timeout", a.o.StallTimeout})
-	wire := &wireReader{r: resp.Body, touch: a.wd.touch}
+	wire := &wireReader{r: resp.Body, touch: a.wd.touch, before: readHook(a.parent)}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		a.wd.disarm(&a.wd.first)
