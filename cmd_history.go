@@ -571,11 +571,12 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		}
 		return strconv.FormatFloat(v, 'f', 4, 64)
 	}
-	// A provider counts two ways, both named: the calls whose chain began
-	// with it (the figures to the right are theirs), and the calls it served.
-	header := []string{"MODE", "PROVIDER", "PRIMARY", "SERVED", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
+	// A provider counts three ways, each named: the calls whose chain
+	// began with it (the figures to the right are theirs), the calls that
+	// sent it a request, and the calls it served.
+	header := []string{"MODE", "PROVIDER", "PRIMARY", "TRIED", "SERVED", "RETRIED", "RETRY/CALL", "P50", "P95", "GAVE UP", "QUOTA STOPS", "INTERRUPTED"}
 	if !o.tty {
-		header = []string{"MODE", "PROVIDER", "PRIMARY_CALLS", "SERVED_CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
+		header = []string{"MODE", "PROVIDER", "PRIMARY_CALLS", "TRIED_CALLS", "SERVED_CALLS", "RETRIED_SHARE", "RETRIES_PER_CALL", "P50_MS", "P95_MS", "GIVE_UP_RATE", "QUOTA_STOPS", "INTERRUPTED"}
 	}
 	var rows [][]cell
 	total := 0
@@ -594,7 +595,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 				name, color = "all", o.bold
 			}
 			rows = append(rows, []cell{
-				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {strconv.Itoa(s.Served), nil}, {pct(s.RetriedShare), nil},
+				{modeLabel, o.dim}, {name, color}, {strconv.Itoa(s.Calls), nil}, {strconv.Itoa(s.Tried), nil}, {strconv.Itoa(s.Served), nil}, {pct(s.RetriedShare), nil},
 				{strconv.FormatFloat(s.RetriesPerCall, 'f', 2, 64), nil}, {o.dur(s.P50), nil}, {o.dur(s.P95), nil},
 				{pct(s.GiveUpRate), nil}, {strconv.Itoa(s.QuotaStops), nil}, {strconv.Itoa(s.Interrupted), nil},
 			})
@@ -602,9 +603,10 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	}
 	// On a narrow terminal the interrupted calls, then the quota stops,
 	// give way (history list and show still have them).
-	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {}, {}, {drop: 2}, {}, {}, {}, {drop: 3}, {drop: 1}})
+	o.fitTable(header, rows, []colFit{{}, {min: 9}, {}, {drop: 4}, {}, {}, {drop: 2}, {}, {}, {}, {drop: 3}, {drop: 1}})
 	if o.tty && total > 0 {
 		fmt.Fprintln(a.stdout, o.paint(o.dim, "PRIMARY: calls whose chain began with it (the figures to the right are theirs)"))
+		fmt.Fprintln(a.stdout, o.paint(o.dim, "TRIED: calls that sent it a request (an unused or skipped fallback is not tried)"))
 		fmt.Fprintln(a.stdout, o.paint(o.dim, "SERVED: calls it answered, as primary or as a fallback"))
 	}
 	if o.tty && total == 0 {

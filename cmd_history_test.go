@@ -145,7 +145,9 @@ func TestHistoryCommands(t *testing.T) {
 
 	// stats.
 	code, out, _ = histRun(t, env, false, runHistory, "stats")
-	if code != 0 || !strings.Contains(out, "PROVIDER\tPRIMARY_CALLS\tSERVED_CALLS\tRETRIED_SHARE") || !strings.Contains(out, "openai\t2\t2\t0.0000\t0.00\t") || !strings.Contains(out, "all\t3\t2\t0.3333\t0.67\t") {
+	if code != 0 || !strings.Contains(out, "PROVIDER\tPRIMARY_CALLS\tTRIED_CALLS\tSERVED_CALLS\tRETRIED_SHARE") ||
+		// openai: primary of 2, sent a request by all 3 (the failover's too), served 2; anthropic tried by 1, served none.
+		!strings.Contains(out, "openai\t2\t3\t2\t0.0000\t0.00\t") || !strings.Contains(out, "anthropic\t1\t1\t0\t") || !strings.Contains(out, "all\t3\t3\t2\t0.3333\t0.67\t") {
 		t.Fatalf("stats:\n%s", out)
 	}
 	code, out, _ = histRun(t, env, false, runHistory, "stats", "--json")

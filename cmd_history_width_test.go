@@ -152,12 +152,13 @@ func TestProviderMeansTried(t *testing.T) {
 		t.Errorf("export --provider anthropic: %d lines, want 1", n)
 	}
 	_, out, _ := histRun(t, env, false, runHistory, "stats", "--provider", "anthropic")
-	if !strings.Contains(out, "all\t1\t1\t") {
-		t.Errorf("stats --provider anthropic: want 1 call (primary openai), served 1:\n%s", out)
+	if !strings.Contains(out, "all\t1\t1\t1\t") {
+		t.Errorf("stats --provider anthropic: want 1 call (primary openai), tried 1, served 1:\n%s", out)
 	}
 	_, out, _ = histRun(t, env, false, runHistory, "stats")
-	if !strings.Contains(out, "anthropic\t0\t1\t") || !strings.Contains(out, "openai\t2\t1\t") {
-		t.Errorf("stats does not name primary and served per provider:\n%s", out)
+	// Primary, tried (sent a request) and served, per provider.
+	if !strings.Contains(out, "anthropic\t0\t1\t1\t") || !strings.Contains(out, "openai\t2\t2\t1\t") {
+		t.Errorf("stats does not name primary, tried and served per provider:\n%s", out)
 	}
 	if code, _, errOut := histRun(t, env, false, runHistory, "list", "--provider", "antropic"); code != exitUsage || !strings.Contains(errOut, "unknown") {
 		t.Errorf("an unknown provider: exit %d %q, want a usage error naming it unknown", code, errOut)

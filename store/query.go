@@ -455,9 +455,11 @@ func readAttemptsAt(c *bolt.Cursor, key []byte, start time.Time, chain []stream.
 type ProviderStats struct {
 	Provider string `json:"provider"`
 	// Calls are the calls whose chain began with this provider (its
-	// primary); the figures below are theirs. Served are the calls it
-	// answered, as primary or as a fallback.
+	// primary); the figures below are theirs. Tried are the calls that sent
+	// it at least one request (a skipped or unused fallback is not tried);
+	// Served are the calls it answered, as primary or as a fallback.
 	Calls          int           `json:"calls"`
+	Tried          int           `json:"tried"`
 	Served         int           `json:"served"`
 	Running        int           `json:"running"`
 	Retried        int           `json:"retried"`       // calls that needed more than one request
@@ -630,6 +632,7 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 		chunk = statsChunk
 	}
 	var md modes
+	var tried triedCounter
 	from := since
 	first := true
 	var err error
@@ -693,20 +696,17 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 						continue
 					}
 				}
-				acc := per[string(s.provider)] // no allocation for the lookup
-				if acc == nil {
-					acc = &statAcc{ProviderStats: ProviderStats{Provider: string(s.provider)}}
-					per[acc.Provider] = acc
-				}
+				acc := accFor(per, s.provider)
 				acc.add(&s)
 				total.add(&s)
+				if err := tried.count(tx, k, v, &s, func(p string) *statAcc { return accFor(per, p) }); err != nil {
+					return err
+				}
+				if s.attempts > 0 {
+					total.Tried++
+				}
 				if s.served != nil {
-					sv := per[string(s.served)]
-					if sv == nil {
-						sv = &statAcc{ProviderStats: ProviderStats{Provider: string(s.served)}}
-						per[sv.Provider] = sv
-					}
-					sv.Served++
+					accFor(per, s.served).Served++
 					total.Served++
 				}
 			}
@@ -729,6 +729,57 @@ func (r *Reader) Stats(ctx context.Context, f Filter) ([]ProviderStats, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
 	out = append(out, total.finish())
 	return out, nil
+}
+
+// accFor is provider p's accumulator in per, made on first use (the
+// lookup allocates nothing).
+func accFor[S ~string | ~[]byte](per map[string]*statAcc, p S) *statAcc {
+	acc := per[string(p)]
+	if acc == nil {
+		acc = &statAcc{ProviderStats: ProviderStats{Provider: string(p)}}
+		per[acc.Provider] = acc
+	}
+	return acc
+}
+
+// triedCounter counts, per provider, the calls that sent it a request.
+// A call answered at its first request by its primary tried only that
+// provider, and one that sent none tried nothing: only the other calls
+// (retries, failovers, calls nothing served) have their attempts read.
+type triedCounter struct {
+	ac       *bolt.Cursor // the attempts, in the current transaction
+	tx       *bolt.Tx
+	attempts []retry.Attempt
+	seen     []string
+}
+
+// count adds call k's tried providers to acc's accumulators.
+func (t *triedCounter) count(tx *bolt.Tx, k, v []byte, s *callStat, acc func(string) *statAcc) error {
+	switch {
+	case s.attempts == 0:
+		return nil
+	case s.attempts == 1 && s.served != nil && bytes.Equal(s.served, s.provider):
+		acc(string(s.provider)).Tried++
+		return nil
+	}
+	if t.tx != tx {
+		t.tx, t.ac = tx, attemptsCursor(tx)
+	}
+	call, err := decodeCall(k, v, false)
+	if err != nil {
+		return err
+	}
+	if t.attempts, err = readAttemptsAt(t.ac, k, call.Started, call.Chain, call.Attempts, t.attempts[:0]); err != nil {
+		return err
+	}
+	t.seen = t.seen[:0]
+	for _, a := range t.attempts {
+		if p := a.Target.Provider; p != "" && !slices.Contains(t.seen, p) {
+			t.seen = append(t.seen, p)
+			acc(p).Tried++
+		}
+	}
+	return nil
 }
 
 // Each calls fn with every call f selects, oldest first, in full with its
