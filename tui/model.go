@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
@@ -128,6 +127,8 @@ type Model struct {
 
 	showLog bool       // below 24 rows the attempt log hides behind a key
 	probing probeState // the p key's confirmation and the probe in flight (probe.go)
+	helpOf  helpState  // the help screen's view and scroll (help.go)
+	faults  faultMenu  // the demo menu's cursor (faults.go)
 	mouse   bool
 
 	status      string
@@ -361,173 +362,6 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// key handles one key press according to mode and focus.
-func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
-	k := m.keys
-	// Chords that work everywhere.
-	switch {
-	case key.Matches(msg, k.Interrupt):
-		if m.inFlight() {
-			return m.cancelCall()
-		}
-		return m.quit()
-	case key.Matches(msg, k.FailOver):
-		return m.failOverNow()
-	}
-	switch m.mode {
-	case modeHelp:
-		if key.Matches(msg, k.Back, k.Help, k.Quit) {
-			m.mode = modeMain
-		}
-		return nil
-	case modeFaults:
-		return m.faultKey(msg)
-	case modeConfirm:
-		return m.confirmKey(msg)
-	case modeHistory:
-		return m.historyKey(msg)
-	case modeTimeline:
-		if key.Matches(msg, k.Back, k.Timeline) {
-			m.mode = modeMain
-			return nil
-		}
-		if key.Matches(msg, k.Quit) {
-			return m.quit()
-		}
-		m.tview.keyTimeline(msg, k, m.tl, m.now)
-		return nil
-	}
-
-	if m.focus == focusInput {
-		switch {
-		case key.Matches(msg, k.Send):
-			return m.send()
-		case key.Matches(msg, k.Cancel):
-			// esc leaves the input, and cancels the call in flight too:
-			// the keys typed after a cancel are keys, never a prompt.
-			m.setFocus(focusConversation)
-			if m.inFlight() {
-				return m.cancelCall()
-			}
-			return nil
-		case key.Matches(msg, k.NextFocus):
-			m.setFocus(focusConversation)
-			return nil
-		case key.Matches(msg, k.PrevFocus):
-			m.setFocus(focusTargets)
-			return nil
-		case key.Matches(msg, k.PageUp):
-			m.scroll(-m.convHeight())
-			return nil
-		case key.Matches(msg, k.PageDown):
-			m.scroll(m.convHeight())
-			return nil
-		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
-		return cmd
-	}
-
-	// Panes: single-letter keys act here.
-	switch {
-	case key.Matches(msg, k.Cancel):
-		if m.inFlight() {
-			return m.cancelCall()
-		}
-		return nil
-	case key.Matches(msg, k.Quit):
-		return m.quit()
-	case key.Matches(msg, k.NextFocus):
-		m.setFocus((m.focus + 1) % focusCount)
-		return nil
-	case key.Matches(msg, k.PrevFocus):
-		m.setFocus((m.focus + focusCount - 1) % focusCount)
-		return nil
-	case key.Matches(msg, k.Input):
-		m.setFocus(focusInput)
-		return nil
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
-		return nil
-	case key.Matches(msg, k.History):
-		return m.openHistory()
-	case key.Matches(msg, k.Timeline):
-		m.mode = modeTimeline
-		return nil
-	case key.Matches(msg, k.Faults):
-		if !m.opts.Simulated || m.opts.Faults == nil {
-			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)
-		}
-		m.mode = modeFaults
-		return m.loadArmed()
-	case key.Matches(msg, k.Attempts):
-		m.showLog = !m.showLog
-		return nil
-	case key.Matches(msg, k.Mouse):
-		m.mouse = !m.mouse
-		if m.mouse {
-			return m.setStatus("Mouse on: the wheel scrolls; the terminal's own selection needs shift.", false)
-		}
-		return m.setStatus("Mouse off: the terminal's own text selection works.", false)
-	case key.Matches(msg, k.CopyAnswer):
-		if m.lastAnswer == "" {
-			return m.setStatus("No answer to copy yet.", true)
-		}
-		return tea.Batch(tea.SetClipboard(m.lastAnswer), m.setStatus("Copied the last answer (OSC 52).", false))
-	case key.Matches(msg, k.CopyCurl):
-		return m.copyCurl()
-	}
-
-	switch m.focus {
-	case focusConversation:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.scroll(-1)
-		case key.Matches(msg, k.Down):
-			m.scroll(1)
-		case key.Matches(msg, k.PageUp):
-			m.scroll(-m.convHeight())
-		case key.Matches(msg, k.PageDown):
-			m.scroll(m.convHeight())
-		case key.Matches(msg, k.Newest):
-			m.conv.bottom()
-		case key.Matches(msg, k.Send):
-			m.setFocus(focusInput)
-		}
-	case focusAttempts:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.log.move(-1)
-		case key.Matches(msg, k.Down):
-			m.log.move(1)
-		case key.Matches(msg, k.PageUp):
-			m.log.move(-5)
-		case key.Matches(msg, k.PageDown):
-			m.log.move(5)
-		case key.Matches(msg, k.Newest):
-			m.log.sel = -1 // follow the newest again
-		}
-	case focusTargets:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.targets.moveCursor(-1)
-		case key.Matches(msg, k.Down):
-			m.targets.moveCursor(1)
-		case key.Matches(msg, k.Toggle):
-			return m.setChain(m.targets.toggle())
-		case key.Matches(msg, k.MoveUp):
-			return m.setChain(m.targets.reorder(-1))
-		case key.Matches(msg, k.MoveDown):
-			return m.setChain(m.targets.reorder(1))
-		case key.Matches(msg, k.ClearStop):
-			return m.stopKey()
-		case key.Matches(msg, k.Probe):
-			return m.probeKey()
-		}
-	}
-	return nil
-}
-
 func (m *Model) setChain(chain []stream.Target, note string) tea.Cmd {
 	m.chain = chain
 	if note != "" {
@@ -728,49 +562,6 @@ func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	m.turn = nil
 	m.staleStatus(false)
 	return nil
-}
-
-func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
-	if key.Matches(msg, m.keys.Back, m.keys.Faults, m.keys.Quit) {
-		m.mode = modeMain
-		return nil
-	}
-	if key.Matches(msg, m.keys.ClearStop) {
-		return m.clearFaults()
-	}
-	s := msg.String()
-	if len(s) != 1 || s[0] < '1' || s[0] > '9' {
-		return nil
-	}
-	i := int(s[0] - '1')
-	if i >= len(m.opts.FaultKinds) {
-		return nil
-	}
-	m.mode = modeMain
-	fk := m.opts.FaultKinds[i]
-	provider := ""
-	if len(m.chain) > 0 {
-		provider = m.chain[0].Provider
-	}
-	faults := m.opts.Faults
-	f := FaultRequest{Provider: provider, Kind: fk.Name}
-	switch fk.Name {
-	case "rate_limit":
-		f.RetryAfter = 20 * time.Second
-	case "overload":
-		f.Count, f.For = 3, 15*time.Second
-	case "failover-demo":
-		f.RetryAfter = time.Minute
-	}
-	what := fk.Name + " on " + orDash(provider)
-	if fk.Lasts != "" {
-		what += " (" + fk.Lasts + ")"
-	}
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return faultDoneMsg{what: what, err: faults.Inject(ctx, f)}
-	}
 }
 
 func (m *Model) copyCurl() tea.Cmd {

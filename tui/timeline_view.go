@@ -98,7 +98,7 @@ func (v *timelineView) show(t, now time.Time) {
 
 // keyTimeline moves the cursor, scrolls and zooms; it reports whether it
 // used the key.
-func (v *timelineView) keyTimeline(msg tea.KeyPressMsg, k KeyMap, l *tlog, now time.Time) bool {
+func (v *timelineView) keyTimeline(msg tea.KeyPressMsg, k TimelineKeys, l *tlog, now time.Time) bool {
 	i := v.sel(l)
 	switch {
 	case key.Matches(msg, k.Left):
