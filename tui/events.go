@@ -76,7 +76,7 @@ func (m *Model) applyEvent(ev retry.Event) {
 		if w == nil {
 			return
 		}
-		r.wait, r.waitFrom = w, m.now
+		r.wait = w
 		m.targets.wait(w, m.now)
 		at := ev.Time
 		if at.IsZero() {
@@ -389,7 +389,7 @@ func (m *Model) liveWait() []string {
 	}
 	w := m.call.wait
 	st := &m.st
-	head := waitHead(w, m.call.waitFrom, m.now)
+	head := waitHead(w, m.targets.waitEnds(w.Target), m.now)
 	if m.turn != nil && !m.conv.isLast(m.turn) {
 		head = "⏳ your prompt: " + strings.TrimPrefix(head, "⏳ ")
 	}
@@ -406,12 +406,9 @@ func (m *Model) liveWait() []string {
 }
 
 // waitHead says what a wait is, where its number came from, and what is
-// left: "⏳ openai says 20s (retry-after) · 12s left; deadline in 2m40s".
-func waitHead(w *retry.Wait, from, now time.Time) string {
-	until := w.Until
-	if until.IsZero() {
-		until = from.Add(w.Duration)
-	}
+// left until it ends (its target's current wait): "⏳ openai says 20s
+// (retry-after) · 12s left; deadline in 2m40s".
+func waitHead(w *retry.Wait, until, now time.Time) string {
 	var head string
 	switch {
 	case w.Pacing:

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestKeyOfAnotherPaneSaysWhere: x in the conversation does not clear
@@ -116,4 +119,41 @@ func TestMoreThanNineFaults(t *testing.T) {
 	if few.m.mode != modeFaults || !strings.Contains(few.m.status, "No fault on 7: the menu lists 3.") {
 		t.Errorf("7 on a menu of 3: mode %v, status %q", few.m.mode, few.m.status)
 	}
+}
+
+// TestOneCurrentWait: the conversation's countdown and the targets pane's
+// read the target's one current wait: when the pacer's hold extends it, or
+// the engine ends it early, both say the same.
+func TestOneCurrentWait(t *testing.T) {
+	h := newHarness(t, 120, 40, Options{}, waitScript)
+	h.typeText("hi")
+	h.press("enter")
+	h.until("the wait", h.m.waiting)
+	h.tick(2 * time.Second)
+	left := func() (conv, target string) {
+		for _, l := range strings.Split(h.screen(), "\n") {
+			if i := strings.Index(l, "⏳ openai says"); i >= 0 {
+				conv = l[i:]
+			}
+			if strings.Contains(l, "████") || strings.Contains(l, "░░░░") {
+				target = l
+			}
+		}
+		return conv, target
+	}
+	if c, tg := left(); !strings.Contains(c, "18s left") || !strings.Contains(tg, "18s left") {
+		t.Fatalf("after 2s of a 20s wait: conversation %q, target %q", c, tg)
+	}
+	now := h.clock.Now()
+	h.send(targetStatesMsg{states: map[stream.Target]retry.TargetState{openai: {HasPacer: true,
+		Pace: retry.PaceState{HoldUntil: now.Add(25 * time.Second), HoldSource: stream.SourceRetryAfter}}}})
+	if c, tg := left(); !strings.Contains(c, "25s left") || !strings.Contains(tg, "25s left") {
+		t.Errorf("the pacer's hold extended the wait: conversation %q, target %q", c, tg)
+	}
+	h.m.targets.waitEnd(&retry.Wait{Target: openai}, now)
+	if h.m.targets.get(openai).wait.on(now) || h.m.targets.waitEnds(openai) != now {
+		t.Errorf("the ended wait still runs until %v", h.m.targets.waitEnds(openai))
+	}
+	h.press("esc")
+	h.idle()
 }

@@ -87,8 +87,7 @@ type run struct {
 	cancel    context.CancelFunc
 	ctl       controller  // nil for a proxied call (its client's)
 	canFail   bool        // ctl.CanFailOver as of the last event or tick
-	wait      *retry.Wait // the wait in progress, nil when none
-	waitFrom  time.Time   // when it began
+	wait      *retry.Wait // the wait in progress (its words), nil when none; its end is its target's (targetWait)
 	cancelled bool
 	text      sanitize.Filter // the current attempt's deltas, made safe for the screen
 }
