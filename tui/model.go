@@ -260,59 +260,22 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.flushTyped() // the keys gathered come before anything else
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.input.SetWidth(max(1, m.width-6))
-		m.help.SetWidth(m.width)
-		m.conv.invalidate()
-		m.log.invalidate()
-		m.targets.invalidate()
-		return m, nil
+		m.resize(msg)
 	case tea.BackgroundColorMsg:
 		m.dark = msg.IsDark()
 		m.applyTheme()
-		return m, nil
 	case tickMsg:
-		if msg.gen != m.tickGen {
-			return m, nil
-		}
-		m.now = m.opts.Now()
-		m.ticking = false
-		m.refreshControl()
-		m.extTick()
-		return m, m.ensureTick()
+		return m, m.tick(msg)
 	case statusClearMsg:
 		if msg.gen == m.statusGen {
 			m.status = ""
 		}
-		return m, nil
 	case eventsMsg:
-		m.now = m.opts.Now()
-		for i := range msg.events {
-			m.applyEvent(msg.events[i])
-		}
-		m.refreshControl()
-		cmd := m.ensureTick()
-		if m.statesStale {
-			m.statesStale = false
-			cmd = tea.Batch(cmd, m.refreshStates())
-		}
-		return m, cmd
+		return m, m.events(msg)
 	case targetStatesMsg:
 		m.now = m.opts.Now()
 		m.targets.states(msg.states, m.now)
 		return m, m.ensureTick()
-	case cooldownClearedMsg:
-		return m, m.cooldownCleared(msg)
-	case armedMsg:
-		m.armed, m.armedErr = msg.faults, msg.err
-		return m, nil
-	case faultsClearedMsg:
-		if msg.err != nil {
-			return m, m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
-		}
-		return m, tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
-	case fleetMsg:
-		return m, m.fleetUpdate(msg)
 	case extStartMsg:
 		m.now = m.opts.Now()
 		m.extStart(msg)
@@ -320,45 +283,107 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case runDoneMsg:
 		m.now = m.opts.Now()
 		return m, m.runDone(msg)
-	case probeDoneMsg:
-		return m, m.probeDone(msg)
-	case faultDoneMsg:
-		if msg.err != nil {
-			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
-		}
-		return m, tea.Batch(m.setCallStatus("Injected "+msg.what+": send a prompt to see it.", statusUntilSend), m.loadArmed())
-	case historyListMsg:
-		m.hist.listed(msg)
-		return m, nil
-	case historyShowMsg:
-		m.hist.shown(msg)
-		return m, nil
-	case historyTimelineMsg:
-		m.hist.timelined(msg)
-		return m, nil
+	case fleetMsg:
+		return m, m.fleetUpdate(msg)
 	case tea.MouseWheelMsg:
-		mm := msg.Mouse()
-		switch mm.Button {
-		case tea.MouseWheelUp:
-			m.scroll(-3)
-		case tea.MouseWheelDown:
-			m.scroll(3)
-		}
-		return m, nil
+		m.wheel(msg)
 	case tea.PasteMsg:
-		m.inputGen++
-		if m.focus == focusInput && m.mode == modeMain {
-			var cmd tea.Cmd
-			m.input, cmd = m.input.Update(msg)
-			return m, cmd
-		}
-		return m, nil
+		return m, m.paste(msg)
 	case tea.KeyPressMsg:
 		m.now = m.opts.Now()
 		m.inputGen++ // a key may edit the prompt
 		return m, m.key(msg)
+	default:
+		return m, m.commandDone(msg)
 	}
 	return m, nil
+}
+
+// commandDone applies the answer of a command: a load, a clear, an
+// injection, a probe.
+func (m *Model) commandDone(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case cooldownClearedMsg:
+		return m.cooldownCleared(msg)
+	case armedMsg:
+		m.armed, m.armedErr = msg.faults, msg.err
+	case faultsClearedMsg:
+		if msg.err != nil {
+			return m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
+		}
+		return tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
+	case faultDoneMsg:
+		if msg.err != nil {
+			return m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
+		}
+		return tea.Batch(m.setCallStatus("Injected "+msg.what+": send a prompt to see it.", statusUntilSend), m.loadArmed())
+	case probeDoneMsg:
+		return m.probeDone(msg)
+	case historyListMsg:
+		m.hist.listed(msg)
+	case historyShowMsg:
+		m.hist.shown(msg)
+	case historyTimelineMsg:
+		m.hist.timelined(msg)
+	}
+	return nil
+}
+
+func (m *Model) resize(msg tea.WindowSizeMsg) {
+	m.width, m.height = msg.Width, msg.Height
+	m.input.SetWidth(max(1, m.width-6))
+	m.help.SetWidth(m.width)
+	m.conv.invalidate()
+	m.log.invalidate()
+	m.targets.invalidate()
+}
+
+// tick is the clock tick: every countdown on screen reads the new now.
+func (m *Model) tick(msg tickMsg) tea.Cmd {
+	if msg.gen != m.tickGen {
+		return nil
+	}
+	m.now = m.opts.Now()
+	m.ticking = false
+	m.refreshControl()
+	m.extTick()
+	return m.ensureTick()
+}
+
+// events applies a frame's engine events.
+func (m *Model) events(msg eventsMsg) tea.Cmd {
+	m.now = m.opts.Now()
+	for i := range msg.events {
+		m.applyEvent(msg.events[i])
+	}
+	m.refreshControl()
+	cmd := m.ensureTick()
+	if m.statesStale {
+		m.statesStale = false
+		cmd = tea.Batch(cmd, m.refreshStates())
+	}
+	return cmd
+}
+
+// wheel scrolls the conversation (mouse capture on).
+func (m *Model) wheel(msg tea.MouseWheelMsg) {
+	switch msg.Mouse().Button {
+	case tea.MouseWheelUp:
+		m.scroll(-3)
+	case tea.MouseWheelDown:
+		m.scroll(3)
+	}
+}
+
+// paste goes into the prompt input when it has the focus.
+func (m *Model) paste(msg tea.PasteMsg) tea.Cmd {
+	m.inputGen++
+	if m.focus != focusInput || m.mode != modeMain {
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return cmd
 }
 
 func (m *Model) setChain(chain []stream.Target, note string) tea.Cmd {
