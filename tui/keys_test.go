@@ -95,9 +95,9 @@ func TestMoreThanNineFaults(t *testing.T) {
 	h.press("tab")
 	h.press("d")
 	h.press("0")
-	h.until("the tenth", func() bool { return len(ff.got) == 1 })
-	if ff.got[0].Kind != "reset" {
-		t.Errorf("0 armed %q, want the tenth, reset", ff.got[0].Kind)
+	h.until("the tenth", func() bool { return len(ff.requests()) == 1 })
+	if got := ff.requests(); got[0].Kind != "reset" {
+		t.Errorf("0 armed %q, want the tenth, reset", got[0].Kind)
 	}
 	h.press("d")
 	for range kinds {
@@ -107,9 +107,9 @@ func TestMoreThanNineFaults(t *testing.T) {
 		t.Errorf("the cursor on the last fault does not show it:\n%s", s)
 	}
 	h.press("enter")
-	h.until("the last", func() bool { return len(ff.got) == 2 })
-	if ff.got[1].Kind != "context_length" {
-		t.Errorf("enter on the last row armed %q", ff.got[1].Kind)
+	h.until("the last", func() bool { return len(ff.requests()) == 2 })
+	if got := ff.requests(); got[1].Kind != "context_length" {
+		t.Errorf("enter on the last row armed %q", got[1].Kind)
 	}
 
 	few := newHarness(t, 120, 40, Options{Simulated: true, Faults: &fakeFaults{}, FaultKinds: kinds[:3]})
@@ -156,4 +156,11 @@ func TestOneCurrentWait(t *testing.T) {
 	}
 	h.press("esc")
 	h.idle()
+}
+
+// requests is what was injected so far.
+func (f *fakeFaults) requests() []FaultRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]FaultRequest(nil), f.got...)
 }
