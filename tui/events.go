@@ -28,63 +28,20 @@ func (m *Model) applyEvent(ev retry.Event) {
 	m.record(r.id, ev)           // the strips' and the timeline's data (timeline.go)
 	switch ev.Kind {
 	case retry.EventAttemptStart:
-		a := ev.Attempt
-		if a == nil {
-			return
+		if ev.Attempt != nil {
+			m.attemptStart(r, t, x, ev.Attempt)
 		}
-		m.targets.attemptStart(a, r.id)
-		if x != nil {
-			m.extWaitOver(x)
-		}
-		r.wait = nil
-		b := &block{kind: blockText, header: fmt.Sprintf("%s · attempt %d", a.Target, a.N), dirty: true}
-		t.blocks = append(t.blocks, b)
-		t.current = b
-		t.currentTarget = a.Target
 	case retry.EventThinking:
-		if b := t.current; b != nil && b.text == "" && b.thinkingAt.IsZero() {
-			b.thinkingAt = ev.Time
-			if b.thinkingAt.IsZero() || b.thinkingAt.After(m.now) {
-				b.thinkingAt = m.now
-			}
-			if t.currentTarget.Provider != "" {
-				m.targets.thinking(t.currentTarget, r.id)
-			}
-		}
+		m.thinking(r, t, ev)
 	case retry.EventText:
-		if b := t.current; b != nil && b.text == "" && !b.thinkingAt.IsZero() {
-			b.thought = " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt))
-			b.header += b.thought // the header shows with the text
-		}
-		if t.current == nil {
-			b := &block{kind: blockText, dirty: true}
-			t.blocks = append(t.blocks, b)
-			t.current = b
-		}
-		t.current.appendText(ev.Text)
-		if t.currentTarget.Provider != "" {
-			m.targets.text(t.currentTarget, r.id)
-		}
+		m.text(r, t, ev)
 	case retry.EventAttemptEnd:
-		a := ev.Attempt
-		if a == nil {
-			return
+		if ev.Attempt != nil {
+			m.attemptEnd(r, t, ev.Attempt, ev.Time)
 		}
-		m.attemptEnd(r, t, a, ev.Time)
 	case retry.EventWait:
-		w := ev.Wait
-		if w == nil {
-			return
-		}
-		r.wait, r.waitFrom = w, m.now
-		m.targets.wait(w, m.now)
-		at := ev.Time
-		if at.IsZero() {
-			at = m.now
-		}
-		m.log.add(&logRow{callID: r.id, at: at, wait: w})
-		if x != nil {
-			m.extWait(x)
+		if ev.Wait != nil {
+			m.waitStart(r, x, ev)
 		}
 	case retry.EventWaitEnd:
 		if w := ev.Wait; w != nil {
@@ -94,17 +51,84 @@ func (m *Model) applyEvent(ev retry.Event) {
 			m.extWaitOver(x)
 		}
 	case retry.EventCallEnd:
-		if x != nil {
-			m.extWaitOver(x)
-			delete(m.ext, r.id)
-			m.stats.proxied++
-		}
-		if ev.Result != nil {
-			m.callEnd(r, t, ev.Result)
-		} else if x != nil {
-			m.targets.callEnd(&retry.Result{}, r.chain, r.id)
-			t.done = true
-		}
+		m.callEndEvent(r, t, x, ev.Result)
+	}
+}
+
+// attemptStart opens the attempt's block in the turn; the target is busy.
+func (m *Model) attemptStart(r *run, t *turn, x *extCall, a *retry.Attempt) {
+	m.targets.attemptStart(a, r.id)
+	if x != nil {
+		m.extWaitOver(x)
+	}
+	r.wait = nil
+	b := &block{kind: blockText, header: fmt.Sprintf("%s · attempt %d", a.Target, a.N), dirty: true}
+	t.blocks = append(t.blocks, b)
+	t.current = b
+	t.currentTarget = a.Target
+}
+
+// thinking marks when the current attempt began to think (before its
+// first text).
+func (m *Model) thinking(r *run, t *turn, ev retry.Event) {
+	b := t.current
+	if b == nil || b.text != "" || !b.thinkingAt.IsZero() {
+		return
+	}
+	b.thinkingAt = ev.Time
+	if b.thinkingAt.IsZero() || b.thinkingAt.After(m.now) {
+		b.thinkingAt = m.now
+	}
+	if t.currentTarget.Provider != "" {
+		m.targets.thinking(t.currentTarget, r.id)
+	}
+}
+
+// text appends a text delta to the current attempt's block.
+func (m *Model) text(r *run, t *turn, ev retry.Event) {
+	if b := t.current; b != nil && b.text == "" && !b.thinkingAt.IsZero() {
+		b.thought = " · thought " + fmtElapsed(m.now.Sub(b.thinkingAt))
+		b.header += b.thought // the header shows with the text
+	}
+	if t.current == nil {
+		b := &block{kind: blockText, dirty: true}
+		t.blocks = append(t.blocks, b)
+		t.current = b
+	}
+	t.current.appendText(ev.Text)
+	if t.currentTarget.Provider != "" {
+		m.targets.text(t.currentTarget, r.id)
+	}
+}
+
+// waitStart applies a wait the engine takes: its target's current wait,
+// a row in the log, a countdown.
+func (m *Model) waitStart(r *run, x *extCall, ev retry.Event) {
+	w := ev.Wait
+	r.wait = w
+	m.targets.wait(w, m.now)
+	at := ev.Time
+	if at.IsZero() {
+		at = m.now
+	}
+	m.log.add(&logRow{callID: r.id, at: at, wait: w})
+	if x != nil {
+		m.extWait(x)
+	}
+}
+
+// callEndEvent ends a run's call (a proxied call's run ends with it).
+func (m *Model) callEndEvent(r *run, t *turn, x *extCall, res *retry.Result) {
+	if x != nil {
+		m.extWaitOver(x)
+		delete(m.ext, r.id)
+		m.stats.proxied++
+	}
+	if res != nil {
+		m.callEnd(r, t, res)
+	} else if x != nil {
+		m.targets.callEnd(&retry.Result{}, r.chain, r.id)
+		t.done = true
 	}
 }
 
@@ -183,88 +207,23 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 	switch res.Outcome {
 	case retry.OutcomeOK:
 		m.lastAnswer = res.Text
-		var served stream.Target
-		if n := len(res.Attempts); n > 0 {
-			served = res.Attempts[n-1].Target
-		}
-		name := served.String()
-		if res.ServedBy != nil {
-			name = res.ServedBy.String()
-			if served.Provider == "" {
-				served = *res.ServedBy
-			}
-		}
-		badge := "served by " + name
-		fallback := ""
-		if served.Provider != "" && served != t.primary {
-			why := moveWhy(res.Attempts)
-			if why == "" {
-				why = t.primaryWhy
-			}
-			for _, sk := range res.Skips {
-				if why == "" && sk.Target == t.primary {
-					why = "skipped: its limits need a " + fmtDur(sk.Wait) + " wait (pacing)"
-				}
-			}
-			if why == "" {
-				why = "did not answer"
-			}
-			fallback = "fallback: primary " + t.primary.String() + " " + why
-		}
-		for i := len(t.blocks) - 1; i >= 0; i-- {
-			if b := t.blocks[i]; b.kind == blockText && !b.broken {
-				b.header, b.badgeOK, b.fallback, b.dirty = badge+b.thought, true, fallback, true
-				break
-			}
-		}
+		served(t, res)
 	case retry.OutcomeStopped:
-		if res.CooldownHit {
-			until := "until cleared"
-			cdUntil := res.CooldownUntil
-			if res.Cooldown != nil {
-				cdUntil = res.Cooldown.Until
-			}
-			if !cdUntil.IsZero() {
-				until = "until " + cdUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, cdUntil) + ")"
-			}
-			how := "tab to the targets pane and press x on it, or run limitscope cooldowns clear"
-			if m.opts.ClearCooldown == nil {
-				how = "limitscope cooldowns clear"
-			}
-			s := "Not sent: a quota cooldown blocks this target " + until + ". A person must act (" + how + ")."
-			if cd := res.Cooldown; cd != nil {
-				s = "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
-			}
-			t.note(noteError, s)
-		} else if cd := res.Cooldown; cd != nil && !cd.Until.IsZero() {
-			// The time, not a countdown: the transcript does not move (the
-			// targets pane counts down).
-			t.note(noteError, "The call stopped: the quota resets at "+cd.Until.Local().Format("15:04")+"; the targets pane counts down. No retry, no failover.")
-		} else {
-			t.note(noteError, "The call stopped: a quota or billing limit needs a person. No retry, no failover.")
-		}
-		if res.Err != nil && len(res.Attempts) == 0 {
-			t.detail(res.Err.Error())
-		}
+		t.note(noteError, m.stoppedWords(res))
+		errDetail(t, res)
 	case retry.OutcomeDeferred:
 		s := "Deferred: the server asked for a wait longer than max-wait, with no fallback left."
 		if !res.RetryAt.IsZero() {
 			s += " Try again at " + res.RetryAt.Local().Format("15:04:05") + " (in " + fmtCountdown(m.now, res.RetryAt) + ")."
 		}
 		t.note(noteWarn, s)
-		if res.Err != nil && len(res.Attempts) == 0 {
-			t.detail(res.Err.Error())
-		}
+		errDetail(t, res)
 	case retry.OutcomeGaveUp:
 		t.note(noteError, fmt.Sprintf("Gave up after %d requests: the retry budget or the deadline is spent.", t.requests))
-		if res.Err != nil && len(res.Attempts) == 0 {
-			t.detail(res.Err.Error())
-		}
+		errDetail(t, res)
 	case retry.OutcomeFailed:
 		t.note(noteError, "Failed: the request itself is wrong; retrying will not help.")
-		if res.Err != nil && len(res.Attempts) == 0 {
-			t.detail(res.Err.Error())
-		}
+		errDetail(t, res)
 	case retry.OutcomeCancelled:
 		if isExt(r.id) {
 			t.note(noteInfo, "Cancelled: the client went away, or the proxy stopped.")
@@ -272,6 +231,86 @@ func (m *Model) callEnd(r *run, t *turn, res *retry.Result) {
 			t.note(noteInfo, "Cancelled by you.")
 		}
 	}
+}
+
+// errDetail puts the call's error under its note when no attempt says it.
+func errDetail(t *turn, res *retry.Result) {
+	if res.Err != nil && len(res.Attempts) == 0 {
+		t.detail(res.Err.Error())
+	}
+}
+
+// served badges the answer that served the call: who served it and, for a
+// fallback, why the primary did not.
+func served(t *turn, res *retry.Result) {
+	var by stream.Target
+	if n := len(res.Attempts); n > 0 {
+		by = res.Attempts[n-1].Target
+	}
+	name := by.String()
+	if res.ServedBy != nil {
+		name = res.ServedBy.String()
+		if by.Provider == "" {
+			by = *res.ServedBy
+		}
+	}
+	badge := "served by " + name
+	fallback := ""
+	if by.Provider != "" && by != t.primary {
+		fallback = "fallback: primary " + t.primary.String() + " " + primaryWhy(t, res)
+	}
+	for i := len(t.blocks) - 1; i >= 0; i-- {
+		if b := t.blocks[i]; b.kind == blockText && !b.broken {
+			b.header, b.badgeOK, b.fallback, b.dirty = badge+b.thought, true, fallback, true
+			break
+		}
+	}
+}
+
+// primaryWhy says why the primary did not serve the call.
+func primaryWhy(t *turn, res *retry.Result) string {
+	why := moveWhy(res.Attempts)
+	if why == "" {
+		why = t.primaryWhy
+	}
+	for _, sk := range res.Skips {
+		if why == "" && sk.Target == t.primary {
+			why = "skipped: its limits need a " + fmtDur(sk.Wait) + " wait (pacing)"
+		}
+	}
+	if why == "" {
+		why = "did not answer"
+	}
+	return why
+}
+
+// stoppedWords says why a call stopped: a cooldown that blocked it, or the
+// quota it met, and when it ends.
+func (m *Model) stoppedWords(res *retry.Result) string {
+	if !res.CooldownHit {
+		if cd := res.Cooldown; cd != nil && !cd.Until.IsZero() {
+			// The time, not a countdown: the transcript does not move (the
+			// targets pane counts down).
+			return "The call stopped: the quota resets at " + cd.Until.Local().Format("15:04") + "; the targets pane counts down. No retry, no failover."
+		}
+		return "The call stopped: a quota or billing limit needs a person. No retry, no failover."
+	}
+	until := "until cleared"
+	cdUntil := res.CooldownUntil
+	if res.Cooldown != nil {
+		cdUntil = res.Cooldown.Until
+	}
+	if !cdUntil.IsZero() {
+		until = "until " + cdUntil.Local().Format("15:04") + " (in " + fmtCountdown(m.now, cdUntil) + ")"
+	}
+	how := "tab to the targets pane and press x on it, or run limitscope cooldowns clear"
+	if m.opts.ClearCooldown == nil {
+		how = "limitscope cooldowns clear"
+	}
+	if cd := res.Cooldown; cd != nil {
+		return "Not sent: a quota stop on " + orDash(cd.Target) + " (" + orDash(cd.Code) + ") blocks it " + until + ". A person must act (" + how + ")."
+	}
+	return "Not sent: a quota cooldown blocks this target " + until + ". A person must act (" + how + ")."
 }
 
 // waitEnd applies the end of a wait: the time actually waited goes on the
@@ -389,7 +428,7 @@ func (m *Model) liveWait() []string {
 	}
 	w := m.call.wait
 	st := &m.st
-	head := waitHead(w, m.call.waitFrom, m.now)
+	head := waitHead(w, m.targets.waitEnds(w.Target), m.now)
 	if m.turn != nil && !m.conv.isLast(m.turn) {
 		head = "⏳ your prompt: " + strings.TrimPrefix(head, "⏳ ")
 	}
@@ -406,12 +445,9 @@ func (m *Model) liveWait() []string {
 }
 
 // waitHead says what a wait is, where its number came from, and what is
-// left: "⏳ openai says 20s (retry-after) · 12s left; deadline in 2m40s".
-func waitHead(w *retry.Wait, from, now time.Time) string {
-	until := w.Until
-	if until.IsZero() {
-		until = from.Add(w.Duration)
-	}
+// left until it ends (its target's current wait): "⏳ openai says 20s
+// (retry-after) · 12s left; deadline in 2m40s".
+func waitHead(w *retry.Wait, until, now time.Time) string {
 	var head string
 	switch {
 	case w.Pacing:

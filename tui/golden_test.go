@@ -71,6 +71,13 @@ var screens = []struct {
 		h.press("tab")
 		h.press("?")
 	}},
+	// The help of each other view (help_honesty_test.go checks that each
+	// shows every binding of its view).
+	{"help_attempts", helpOpts, helpOpeners[1].open},
+	{"help_targets", helpOpts, helpOpeners[2].open},
+	{"help_faults", helpOpts, helpOpeners[3].open},
+	{"help_timeline", helpOpts, helpOpeners[4].open},
+	{"help_history", helpOpts, helpOpeners[5].open},
 }
 
 func simOpts() Options {

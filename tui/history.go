@@ -147,56 +147,89 @@ func (m *Model) loadHistory() tea.Cmd {
 	}
 }
 
+// historyKey dispatches by what the history shows: a past session's
+// timeline, the filter being typed, a call opened, or the list.
 func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
-	h, k := m.hist, m.keys
-	if h.tl != nil || h.tlLoading || h.tlErr != nil {
-		switch {
-		case key.Matches(msg, k.Back, k.Timeline):
-			h.tl, h.tlLoading, h.tlErr = nil, false, nil
-			h.gen++ // a load still on its way is dropped
-		case key.Matches(msg, k.Quit):
-			return m.quit()
-		case h.tl != nil:
-			h.tview.keyTimeline(msg, k, h.tl, time.Time{})
-		}
-		return nil
-	}
-	if h.filtering {
-		switch msg.String() {
-		case "enter", "esc":
-			h.filtering = false
-			return m.loadHistory()
-		case "backspace":
-			if r := []rune(h.filter); len(r) > 0 {
-				h.filter = string(r[:len(r)-1])
-			}
-		default:
-			if t := msg.Key().Text; t != "" {
-				h.filter += t
-			}
-		}
-		return nil
-	}
-	if h.detail != nil || h.detailErr != nil {
-		switch {
-		case key.Matches(msg, k.Back):
-			h.detail, h.detailErr = nil, nil
-		case key.Matches(msg, k.Up):
-			h.scroll = max(0, h.scroll-1)
-		case key.Matches(msg, k.Down):
-			h.scroll++
-		case key.Matches(msg, k.Timeline):
-			return m.openTimeline()
-		case key.Matches(msg, k.Quit):
-			return m.quit()
-		}
-		return nil
-	}
+	h := m.hist
 	switch {
-	case key.Matches(msg, k.Back), key.Matches(msg, k.History):
+	case h.tl != nil || h.tlLoading || h.tlErr != nil:
+		return m.historyTimelineKey(msg)
+	case h.filtering:
+		return m.historyFilterKey(msg)
+	case h.detail != nil || h.detailErr != nil:
+		return m.historyCallKey(msg)
+	}
+	return m.historyListKey(msg)
+}
+
+// historyTimelineKey: a past session's timeline (the timeline's keys).
+func (m *Model) historyTimelineKey(msg tea.KeyPressMsg) tea.Cmd {
+	h, k := m.hist, m.keys.Timeline
+	switch {
+	case key.Matches(msg, k.Back):
+		h.tl, h.tlLoading, h.tlErr = nil, false, nil
+		h.gen++ // a load still on its way is dropped
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.openHelp()
+	case h.tl != nil:
+		h.tview.keyTimeline(msg, k, h.tl, time.Time{})
+	}
+	return nil
+}
+
+// historyFilterKey: the filter being typed; every other key types.
+func (m *Model) historyFilterKey(msg tea.KeyPressMsg) tea.Cmd {
+	h, k := m.hist, m.keys.History
+	switch {
+	case key.Matches(msg, k.Done):
+		h.filtering = false
+		return m.loadHistory()
+	case key.Matches(msg, k.Erase):
+		if r := []rune(h.filter); len(r) > 0 {
+			h.filter = string(r[:len(r)-1])
+		}
+	default:
+		if t := msg.Key().Text; t != "" {
+			h.filter += t
+		}
+	}
+	return nil
+}
+
+// historyCallKey: a call opened from the list.
+func (m *Model) historyCallKey(msg tea.KeyPressMsg) tea.Cmd {
+	h, k := m.hist, m.keys.History
+	switch {
+	case key.Matches(msg, k.Back):
+		h.detail, h.detailErr = nil, nil
+	case key.Matches(msg, k.Up):
+		h.scroll = max(0, h.scroll-1)
+	case key.Matches(msg, k.Down):
+		h.scroll++
+	case key.Matches(msg, k.Timeline):
+		return m.openTimeline()
+	case key.Matches(msg, k.Close):
+		m.mode = modeMain
+	case key.Matches(msg, k.Help):
+		m.openHelp()
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	}
+	return nil
+}
+
+// historyListKey: the list of past calls.
+func (m *Model) historyListKey(msg tea.KeyPressMsg) tea.Cmd {
+	h, k := m.hist, m.keys.History
+	switch {
+	case key.Matches(msg, k.Back, k.Close):
 		m.mode = modeMain
 	case key.Matches(msg, k.Quit):
 		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.openHelp()
 	case key.Matches(msg, k.Up):
 		h.cursor = max(0, h.cursor-1)
 	case key.Matches(msg, k.Down):
@@ -206,20 +239,26 @@ func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Timeline):
 		return m.openTimeline()
 	case key.Matches(msg, k.Open):
-		if len(h.calls) == 0 || m.opts.History == nil {
-			return nil
-		}
-		h.gen++
-		gen, id, hist := h.gen, h.calls[h.cursor].ID, m.opts.History
-		h.loading = true
-		return func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			d, err := hist.Show(ctx, id)
-			return historyShowMsg{gen: gen, detail: d, err: err}
-		}
+		return m.openCall()
 	}
 	return nil
+}
+
+// openCall opens the call under the cursor.
+func (m *Model) openCall() tea.Cmd {
+	h := m.hist
+	if len(h.calls) == 0 || m.opts.History == nil {
+		return nil
+	}
+	h.gen++
+	gen, id, hist := h.gen, h.calls[h.cursor].ID, m.opts.History
+	h.loading = true
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := hist.Show(ctx, id)
+		return historyShowMsg{gen: gen, detail: d, err: err}
+	}
 }
 
 // view renders the history pane's inner lines.

@@ -157,7 +157,7 @@ func (m *Model) extWait(x *extCall) {
 	if x.waitBlock == nil {
 		x.waitBlock = x.turn.note(noteWait, "")
 	}
-	x.waitBlock.text = waitHead(x.run.wait, x.run.waitFrom, m.now)
+	x.waitBlock.text = waitHead(x.run.wait, m.targets.waitEnds(x.run.wait.Target), m.now)
 	x.waitBlock.dirty = true
 }
 

@@ -1,169 +1,431 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"strings"
 
-// KeyMap is every key the console answers to. Single-letter keys act only
-// when the prompt input is not focused; chords work everywhere.
+	"charm.land/bubbles/v2/key"
+)
+
+// The console's keys, a key map per view (gh-dash's internal/tui/keys
+// shape): each view's bindings and its FullHelp, which the help screen
+// shows (help.go) and its handler reads (handlers.go). Single-letter keys
+// act only when the prompt input is not focused; chords work everywhere.
+// The help is derived from these bindings: help_honesty_test.go fails when
+// one is missing from the help shown, and the README's key table is checked
+// against them (readme_keys_test.go).
+
+// KeyMap is every key the console answers to, a key map per view.
 type KeyMap struct {
-	Send       key.Binding
+	Global       GlobalKeys
+	Main         MainKeys
+	Input        InputKeys
+	Conversation ConversationKeys
+	Attempts     AttemptsKeys
+	Targets      TargetsKeys
+	Faults       FaultsKeys
+	Timeline     TimelineKeys
+	History      HistoryKeys
+	Help         HelpKeys
+	Confirm      ConfirmKeys
+}
+
+func bind(help, desc string, keys ...string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+}
+
+// DefaultKeyMap returns the console's keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Global:       defaultGlobalKeys(),
+		Main:         defaultMainKeys(),
+		Input:        defaultInputKeys(),
+		Conversation: defaultConversationKeys(),
+		Attempts:     defaultAttemptsKeys(),
+		Targets:      defaultTargetsKeys(),
+		Faults:       defaultFaultsKeys(),
+		Timeline:     defaultTimelineKeys(),
+		History:      defaultHistoryKeys(),
+		Help:         defaultHelpKeys(),
+		Confirm:      defaultConfirmKeys(),
+	}
+}
+
+// GlobalKeys are the chords that act in every view, the prompt input too.
+type GlobalKeys struct {
+	Interrupt key.Binding // ctrl+c: cancels a call in flight, else quits
+	FailOver  key.Binding
+}
+
+// defaultGlobalKeys are the chords.
+func defaultGlobalKeys() GlobalKeys {
+	return GlobalKeys{
+		Interrupt: bind("ctrl+c", "cancel the call, or quit", "ctrl+c"),
+		FailOver:  bind("ctrl+f", "fail over now (to a fallback)", "ctrl+f"),
+	}
+}
+
+// FullHelp lists the chords.
+func (k GlobalKeys) FullHelp() []key.Binding { return []key.Binding{k.Interrupt, k.FailOver} }
+
+// MainKeys act in every pane of the main screen (not in the input, where
+// letters type).
+type MainKeys struct {
 	Cancel     key.Binding
-	FailOver   key.Binding
 	Quit       key.Binding
-	Interrupt  key.Binding // ctrl+c: cancels a call in flight, else quits
-	NextFocus  key.Binding
-	PrevFocus  key.Binding
 	Input      key.Binding
+	NextFocus  key.Binding // also from the prompt input
+	PrevFocus  key.Binding // also from the prompt input
 	Help       key.Binding
 	History    key.Binding
+	Timeline   key.Binding
 	Faults     key.Binding
 	Attempts   key.Binding
 	Mouse      key.Binding
 	CopyAnswer key.Binding
 	CopyCurl   key.Binding
-	Up         key.Binding
-	Down       key.Binding
-	PageUp     key.Binding
-	PageDown   key.Binding
-	Newest     key.Binding // back to the newest (the log follows again)
-	ClearStop  key.Binding // targets pane: what stopped a target, and clear it; demo menu: clear armed faults
-	Probe      key.Binding // targets pane: probe the target's limits (a limits card)
-	Toggle     key.Binding // targets pane: put a target in or out of the chain
-	MoveUp     key.Binding // targets pane: move a target earlier in the chain
-	MoveDown   key.Binding
-	Filter     key.Binding // history: filter
-	Open       key.Binding // history: open a call
-	Back       key.Binding // history, help, faults: back
-	Timeline   key.Binding // the timeline view (in the history: the session's)
-	Left       key.Binding // timeline: the attempt before
-	Right      key.Binding // timeline: the attempt after
-	ZoomIn     key.Binding // timeline: fewer seconds a column
-	ZoomOut    key.Binding // timeline: more seconds a column
 }
 
-// DefaultKeyMap returns the console's keys.
-func DefaultKeyMap() KeyMap {
-	b := func(keys []string, k, desc string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
-	}
-	return KeyMap{
-		Send:       b([]string{"enter"}, "enter", "send"),
-		Cancel:     b([]string{"esc"}, "esc", "cancel the call / leave input"),
-		FailOver:   b([]string{"ctrl+f"}, "ctrl+f", "fail over now (to a fallback)"),
-		Quit:       b([]string{"q"}, "q", "quit"),
-		Interrupt:  b([]string{"ctrl+c"}, "ctrl+c", "cancel the call, or quit when idle"),
-		NextFocus:  b([]string{"tab"}, "tab", "next pane"),
-		PrevFocus:  b([]string{"shift+tab"}, "shift+tab", "previous pane"),
-		Input:      b([]string{"i"}, "i", "type a prompt"),
-		Help:       b([]string{"?"}, "?", "all keys"),
-		History:    b([]string{"h"}, "h", "history"),
-		Faults:     b([]string{"d"}, "d", "demo faults (simulated)"),
-		Attempts:   b([]string{"a"}, "a", "show/hide the attempt log"),
-		Mouse:      b([]string{"m"}, "m", "mouse wheel on/off"),
-		CopyAnswer: b([]string{"y"}, "y", "copy the last answer"),
-		CopyCurl:   b([]string{"c"}, "c", "copy the attempt as curl"),
-		Up:         b([]string{"up", "k"}, "↑/k", "up"),
-		Down:       b([]string{"down", "j"}, "↓/j", "down"),
-		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
-		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
-		Newest:     b([]string{"G", "end"}, "G/end", "newest"),
-		ClearStop:  b([]string{"x"}, "x", "clear a stop (STOPPED target)"),
-		Probe:      b([]string{"p"}, "p", "probe the target's limits"),
-		Toggle:     b([]string{"space"}, "space", "target in/out of chain"),
-		MoveUp:     b([]string{"K", "shift+up"}, "K", "move target up"),
-		MoveDown:   b([]string{"J", "shift+down"}, "J", "move target down"),
-		Filter:     b([]string{"/"}, "/", "filter"),
-		Open:       b([]string{"enter"}, "enter", "open"),
-		Back:       b([]string{"esc"}, "esc", "back"),
-		Timeline:   b([]string{"t"}, "t", "timeline (lanes, waits, failovers)"),
-		Left:       b([]string{"left"}, "←", "attempt before"),
-		Right:      b([]string{"right"}, "→", "attempt after"),
-		ZoomIn:     b([]string{"+", "="}, "+", "zoom in"),
-		ZoomOut:    b([]string{"-"}, "-", "zoom out"),
+// defaultMainKeys are the keys of every pane.
+func defaultMainKeys() MainKeys {
+	return MainKeys{
+		Cancel:     bind("esc", "cancel the call in flight", "esc"),
+		Quit:       bind("q", "quit", "q"),
+		Input:      bind("i", "type a prompt", "i"),
+		NextFocus:  bind("tab", "next pane", "tab"),
+		PrevFocus:  bind("shift+tab", "previous pane", "shift+tab"),
+		Help:       bind("?", "all keys", "?"),
+		History:    bind("h", "history", "h"),
+		Timeline:   bind("t", "timeline (lanes, waits, failovers)", "t"),
+		Faults:     bind("d", "demo faults (simulated)", "d"),
+		Attempts:   bind("a", "show/hide the attempt log", "a"),
+		Mouse:      bind("m", "mouse wheel on/off", "m"),
+		CopyAnswer: bind("y", "copy the last answer", "y"),
+		CopyCurl:   bind("c", "copy the attempt as curl", "c"),
 	}
 }
 
-// helpKeys adapts the KeyMap to bubbles/help with help that follows focus.
-type helpKeys struct {
-	k KeyMap
-	m *Model
+// FullHelp lists the keys of every pane.
+func (k MainKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Cancel, k.Quit, k.Input, k.Help, k.NextFocus, k.PrevFocus, k.History, k.Timeline,
+		k.Faults, k.Attempts, k.Mouse, k.CopyAnswer, k.CopyCurl}
 }
 
-// ShortHelp implements help.KeyMap.
-func (h helpKeys) ShortHelp() []key.Binding {
-	k := h.k
-	switch h.m.mode {
-	case modeHistory:
-		if h.m.hist.tl != nil {
-			return timelineHelp(k)
-		}
-		return []key.Binding{k.Up, k.Down, k.Open, k.Filter, withHelp(k.Timeline, "t", "session timeline"), k.Back}
-	case modeTimeline:
-		return timelineHelp(k)
-	case modeHelp:
-		return []key.Binding{k.Back}
-	case modeFaults:
-		return []key.Binding{withHelp(k.ClearStop, "x", "clear armed faults"), k.Back}
-	case modeConfirm:
-		return []key.Binding{key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "clear the stop")), key.NewBinding(key.WithKeys("n"), key.WithHelp("n/esc", "keep it"))}
-	}
-	var out []key.Binding
-	if h.m.focus == focusInput {
-		out = append(out, k.Send)
-		if h.m.inFlight() {
-			out = append(out, withHelp(k.Cancel, "esc", "cancel"))
-		} else {
-			out = append(out, withHelp(k.Cancel, "esc", "leave input"))
-		}
-	} else {
-		if h.m.inFlight() {
-			out = append(out, withHelp(k.Cancel, "esc", "cancel"))
-		}
-		out = append(out, k.Input)
-	}
-	if h.m.canFailOver() { // only with a fallback left (the engine says)
-		out = append(out, withHelp(k.FailOver, "ctrl+f", "fail over now"))
-	}
-	out = append(out, k.NextFocus)
-	if h.m.focus != focusInput {
-		if h.m.focus == focusTargets {
-			out = append(out, k.Toggle, k.MoveUp, k.MoveDown)
-			if h.m.opts.Probe != nil {
-				out = append(out, k.Probe)
-			}
-			if h.m.targets.cursorStopped(h.m.now) {
-				out = append(out, withHelp(k.ClearStop, "x", "clear the stop"))
-			}
-		}
-		out = append(out, k.History, withHelp(k.Timeline, "t", "timeline"))
-		if h.m.opts.Simulated && h.m.opts.Faults != nil {
-			out = append(out, k.Faults)
-		}
-		out = append(out, k.Help, k.Quit)
-	} else {
-		out = append(out, withHelp(k.Help, "tab ?", "help"))
-	}
-	return out
+// InputKeys act while the prompt input has the focus (tab and shift+tab
+// are MainKeys'); every other key types.
+type InputKeys struct {
+	Send     key.Binding
+	Leave    key.Binding // esc: leaves the input, and cancels the call in flight
+	PageUp   key.Binding // scroll the conversation
+	PageDown key.Binding
 }
 
-// FullHelp implements help.KeyMap.
-func (h helpKeys) FullHelp() [][]key.Binding {
-	k := h.k
-	targets := []key.Binding{k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Attempts, k.Mouse}
-	if h.m.opts.Probe != nil {
-		targets = append(targets, k.Probe)
-	}
-	return [][]key.Binding{
-		{k.Send, k.Cancel, k.FailOver, k.Interrupt, k.Quit, k.Timeline},
-		{k.NextFocus, k.PrevFocus, k.Input, k.Up, k.Down, k.PageUp, k.PageDown, k.Newest},
-		targets,
-		{k.History, k.Faults, k.CopyAnswer, k.CopyCurl, k.Help},
+// defaultInputKeys are the prompt input's keys.
+func defaultInputKeys() InputKeys {
+	return InputKeys{
+		Send:     bind("enter", "send", "enter"),
+		Leave:    bind("esc", "leave the input (and cancel)", "esc"),
+		PageUp:   bind("pgup/ctrl+u", "scroll the conversation up", "pgup", "ctrl+u"),
+		PageDown: bind("pgdn/ctrl+d", "scroll it down", "pgdown", "ctrl+d"),
 	}
 }
 
-// timelineHelp is the timeline's keys.
-func timelineHelp(k KeyMap) []key.Binding {
-	return []key.Binding{withHelp(k.Left, "←/→", "attempt"), withHelp(k.Up, "↑/↓", "lane"),
-		withHelp(k.PageUp, "pgup/pgdn", "scroll"), withHelp(k.ZoomIn, "+/-", "zoom"), k.Newest, k.Back}
+// FullHelp lists the prompt input's keys.
+func (k InputKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Send, k.Leave, k.PageUp, k.PageDown}
+}
+
+// ConversationKeys scroll the conversation.
+type ConversationKeys struct {
+	Up       key.Binding
+	Down     key.Binding
+	PageUp   key.Binding
+	PageDown key.Binding
+	Newest   key.Binding // back to the newest
+	Type     key.Binding // enter: back to the prompt input
+}
+
+// defaultConversationKeys are the conversation's keys.
+func defaultConversationKeys() ConversationKeys {
+	return ConversationKeys{
+		Up:       bind("↑/k", "scroll up", "up", "k"),
+		Down:     bind("↓/j", "scroll down", "down", "j"),
+		PageUp:   bind("pgup/ctrl+u", "page up", "pgup", "ctrl+u"),
+		PageDown: bind("pgdn/ctrl+d", "page down", "pgdown", "ctrl+d"),
+		Newest:   bind("G/end", "back to the newest", "G", "end"),
+		Type:     bind("enter", "type a prompt", "enter"),
+	}
+}
+
+// FullHelp lists the conversation's keys.
+func (k ConversationKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Newest, k.Type}
+}
+
+// AttemptsKeys move the attempt log's selection.
+type AttemptsKeys struct {
+	Up       key.Binding
+	Down     key.Binding
+	PageUp   key.Binding
+	PageDown key.Binding
+	Newest   key.Binding // the log follows the newest again
+}
+
+// defaultAttemptsKeys are the attempt log's keys.
+func defaultAttemptsKeys() AttemptsKeys {
+	return AttemptsKeys{
+		Up:       bind("↑/k", "select the one above", "up", "k"),
+		Down:     bind("↓/j", "select the one below", "down", "j"),
+		PageUp:   bind("pgup/ctrl+u", "5 up", "pgup", "ctrl+u"),
+		PageDown: bind("pgdn/ctrl+d", "5 down", "pgdown", "ctrl+d"),
+		Newest:   bind("G/end", "follow the newest", "G", "end"),
+	}
+}
+
+// FullHelp lists the attempt log's keys.
+func (k AttemptsKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Newest}
+}
+
+// TargetsKeys pick, order and act on targets.
+type TargetsKeys struct {
+	Up        key.Binding
+	Down      key.Binding
+	Toggle    key.Binding // a target in or out of the chain
+	MoveUp    key.Binding // earlier in the chain
+	MoveDown  key.Binding
+	ClearStop key.Binding // what stopped a STOPPED target, and clear it
+	Probe     key.Binding // probe the target's limits (a limits card)
+}
+
+// defaultTargetsKeys are the targets pane's keys.
+func defaultTargetsKeys() TargetsKeys {
+	return TargetsKeys{
+		Up:        bind("↑/k", "target above", "up", "k"),
+		Down:      bind("↓/j", "target below", "down", "j"),
+		Toggle:    bind("space", "in/out of the chain", "space"),
+		MoveUp:    bind("K/shift+↑", "move up the chain", "K", "shift+up"),
+		MoveDown:  bind("J/shift+↓", "move down the chain", "J", "shift+down"),
+		ClearStop: bind("x", "clear a stop (STOPPED)", "x"),
+		Probe:     bind("p", "probe the target's limits", "p"),
+	}
+}
+
+// FullHelp lists the targets pane's keys.
+func (k TargetsKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.Toggle, k.MoveUp, k.MoveDown, k.ClearStop, k.Probe}
+}
+
+// FaultsKeys are the demo menu's: a digit arms its fault, the cursor
+// reaches every fault.
+type FaultsKeys struct {
+	Pick  key.Binding // 1-9, then 0: the fault of that row (a digit with no row says so)
+	Up    key.Binding
+	Down  key.Binding
+	Arm   key.Binding // enter: the fault under the cursor
+	Clear key.Binding // every armed fault
+	Help  key.Binding
+	Back  key.Binding
+}
+
+// defaultFaultsKeys are the demo menu's keys.
+func defaultFaultsKeys() FaultsKeys {
+	return FaultsKeys{
+		Pick:  bind("1-9/0", "arm the fault of that row", strings.Split(faultDigits, "")...),
+		Up:    bind("↑/k", "fault above", "up", "k"),
+		Down:  bind("↓/j", "fault below", "down", "j"),
+		Arm:   bind("enter", "arm the fault under the cursor", "enter"),
+		Clear: bind("x", "clear every armed fault", "x"),
+		Help:  bind("?", "all keys", "?"),
+		Back:  bind("esc/d/q", "close", "esc", "d", "q"),
+	}
+}
+
+// FullHelp lists the demo menu's keys.
+func (k FaultsKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Pick, k.Up, k.Down, k.Arm, k.Clear, k.Help, k.Back}
+}
+
+// TimelineKeys move, scroll and zoom the timeline (the session's, and a
+// past session's in the history).
+type TimelineKeys struct {
+	Left     key.Binding // the attempt before
+	Right    key.Binding // the attempt after
+	Up       key.Binding // the lane above
+	Down     key.Binding
+	PageUp   key.Binding // back in time
+	PageDown key.Binding
+	ZoomIn   key.Binding // fewer seconds a column
+	ZoomOut  key.Binding
+	Newest   key.Binding
+	Help     key.Binding
+	Back     key.Binding
+	Quit     key.Binding
+}
+
+// defaultTimelineKeys are the timeline's keys.
+func defaultTimelineKeys() TimelineKeys {
+	return TimelineKeys{
+		Left:     bind("←", "attempt before", "left"),
+		Right:    bind("→", "attempt after", "right"),
+		Up:       bind("↑/k", "lane above", "up", "k"),
+		Down:     bind("↓/j", "lane below", "down", "j"),
+		PageUp:   bind("pgup/ctrl+u", "scroll back", "pgup", "ctrl+u"),
+		PageDown: bind("pgdn/ctrl+d", "scroll ahead", "pgdown", "ctrl+d"),
+		ZoomIn:   bind("+/=", "zoom in", "+", "="),
+		ZoomOut:  bind("-", "zoom out", "-"),
+		Newest:   bind("G/end", "newest (follow now)", "G", "end"),
+		Help:     bind("?", "all keys", "?"),
+		Back:     bind("esc/t", "back", "esc", "t"),
+		Quit:     bind("q", "quit", "q"),
+	}
+}
+
+// FullHelp lists the timeline's keys.
+func (k TimelineKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Left, k.Right, k.Up, k.Down, k.PageUp, k.PageDown, k.ZoomIn, k.ZoomOut,
+		k.Newest, k.Help, k.Back, k.Quit}
+}
+
+// HistoryKeys are the history's: the list, a call opened, the filter.
+type HistoryKeys struct {
+	Up       key.Binding // the list: the call above; a call: scroll
+	Down     key.Binding
+	Open     key.Binding
+	Filter   key.Binding
+	Timeline key.Binding // the timeline of the session of the call
+	Back     key.Binding // a call: back to the list; the list: close
+	Close    key.Binding // close the history
+	Help     key.Binding
+	Quit     key.Binding
+	Done     key.Binding // filtering: apply the filter
+	Erase    key.Binding // filtering: erase a letter
+}
+
+// defaultHistoryKeys are the history's keys.
+func defaultHistoryKeys() HistoryKeys {
+	return HistoryKeys{
+		Up:       bind("↑/k", "up", "up", "k"),
+		Down:     bind("↓/j", "down", "down", "j"),
+		Open:     bind("enter", "open", "enter"),
+		Filter:   bind("/", "filter", "/"),
+		Timeline: bind("t", "the session's timeline", "t"),
+		Back:     bind("esc", "back", "esc"),
+		Close:    bind("h", "close the history", "h"),
+		Help:     bind("?", "all keys", "?"),
+		Quit:     bind("q", "quit", "q"),
+		Done:     bind("enter/esc", "filtering: apply it", "enter", "esc"),
+		Erase:    bind("backspace", "filtering: erase", "backspace"),
+	}
+}
+
+// FullHelp lists the history's keys.
+func (k HistoryKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Timeline, k.Back, k.Close, k.Help, k.Quit,
+		k.Done, k.Erase}
+}
+
+// HelpKeys are the help screen's.
+type HelpKeys struct {
+	Up       key.Binding
+	Down     key.Binding
+	PageUp   key.Binding
+	PageDown key.Binding
+	Back     key.Binding
+}
+
+// defaultHelpKeys are the help screen's keys.
+func defaultHelpKeys() HelpKeys {
+	return HelpKeys{
+		Up:       bind("↑/k", "scroll up", "up", "k"),
+		Down:     bind("↓/j", "scroll down", "down", "j"),
+		PageUp:   bind("pgup", "page up", "pgup"),
+		PageDown: bind("pgdn", "page down", "pgdown"),
+		Back:     bind("esc/?/q", "back", "esc", "?", "q"),
+	}
+}
+
+// FullHelp lists the help screen's keys (its footer shows them).
+func (k HelpKeys) FullHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}
+}
+
+// ConfirmKeys answer the confirmation of a real quota stop's clear.
+type ConfirmKeys struct {
+	Yes key.Binding
+	No  key.Binding
+}
+
+// defaultConfirmKeys are the confirmation's keys.
+func defaultConfirmKeys() ConfirmKeys {
+	return ConfirmKeys{
+		Yes: bind("y", "clear the stop", "y"),
+		No:  bind("n/esc/q", "keep it", "n", "esc", "q"),
+	}
+}
+
+// FullHelp lists the confirmation's keys (its footer shows them).
+func (k ConfirmKeys) FullHelp() []key.Binding { return []key.Binding{k.Yes, k.No} }
+
+// keyGroup is one view's key map as its help shows it: a titled section.
+type keyGroup struct {
+	title string
+	keys  interface{ FullHelp() []key.Binding }
+}
+
+// faultDigits are the demo menu's keys, in row order: the first ten rows
+// have one, the cursor reaches the rest.
+const faultDigits = "1234567890"
+
+// The sections' titles; the README's key table names them in its first
+// column.
+const (
+	groupGlobal       = "everywhere"
+	groupMain         = "every pane"
+	groupInput        = "prompt input"
+	groupConversation = "conversation"
+	groupAttempts     = "attempt log"
+	groupTargets      = "targets pane"
+	groupFaults       = "demo faults"
+	groupTimeline     = "timeline"
+	groupHistory      = "history"
+	groupHelp         = "help"
+	groupConfirm      = "clear a stop?"
+)
+
+// groups is every key map, in the README's order.
+func (k KeyMap) groups() []keyGroup {
+	return []keyGroup{
+		{groupGlobal, k.Global}, {groupMain, k.Main}, {groupInput, k.Input},
+		{groupConversation, k.Conversation}, {groupAttempts, k.Attempts}, {groupTargets, k.Targets},
+		{groupFaults, k.Faults}, {groupTimeline, k.Timeline}, {groupHistory, k.History},
+		{groupHelp, k.Help}, {groupConfirm, k.Confirm},
+	}
+}
+
+// sections are the key maps a view's help shows, its own first.
+func (k KeyMap) sections(v view) []keyGroup {
+	pane := func(own keyGroup) []keyGroup {
+		return []keyGroup{own, {groupMain, k.Main}, {groupGlobal, k.Global}, {groupInput, k.Input}}
+	}
+	switch v {
+	case viewInput, viewConversation:
+		return pane(keyGroup{groupConversation, k.Conversation})
+	case viewAttempts:
+		return pane(keyGroup{groupAttempts, k.Attempts})
+	case viewTargets:
+		return pane(keyGroup{groupTargets, k.Targets})
+	case viewFaults:
+		return []keyGroup{{groupFaults, k.Faults}, {groupGlobal, k.Global}}
+	case viewTimeline:
+		return []keyGroup{{groupTimeline, k.Timeline}, {groupGlobal, k.Global}}
+	case viewHistory:
+		return []keyGroup{{groupHistory, k.History}, {groupTimeline + " (t, a past session's)", k.Timeline}, {groupGlobal, k.Global}}
+	case viewHelp:
+		return []keyGroup{{groupHelp, k.Help}, {groupGlobal, k.Global}}
+	case viewConfirm:
+		return []keyGroup{{groupConfirm, k.Confirm}, {groupGlobal, k.Global}}
+	}
+	return nil
 }
 
 func withHelp(b key.Binding, k, desc string) key.Binding {

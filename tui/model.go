@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
@@ -88,8 +87,7 @@ type run struct {
 	cancel    context.CancelFunc
 	ctl       controller  // nil for a proxied call (its client's)
 	canFail   bool        // ctl.CanFailOver as of the last event or tick
-	wait      *retry.Wait // the wait in progress, nil when none
-	waitFrom  time.Time   // when it began
+	wait      *retry.Wait // the wait in progress (its words), nil when none; its end is its target's (targetWait)
 	cancelled bool
 	text      sanitize.Filter // the current attempt's deltas, made safe for the screen
 }
@@ -128,6 +126,8 @@ type Model struct {
 
 	showLog bool       // below 24 rows the attempt log hides behind a key
 	probing probeState // the p key's confirmation and the probe in flight (probe.go)
+	helpOf  helpState  // the help screen's view and scroll (help.go)
+	faults  faultMenu  // the demo menu's cursor (faults.go)
 	mouse   bool
 
 	status      string
@@ -260,59 +260,22 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.flushTyped() // the keys gathered come before anything else
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.input.SetWidth(max(1, m.width-6))
-		m.help.SetWidth(m.width)
-		m.conv.invalidate()
-		m.log.invalidate()
-		m.targets.invalidate()
-		return m, nil
+		m.resize(msg)
 	case tea.BackgroundColorMsg:
 		m.dark = msg.IsDark()
 		m.applyTheme()
-		return m, nil
 	case tickMsg:
-		if msg.gen != m.tickGen {
-			return m, nil
-		}
-		m.now = m.opts.Now()
-		m.ticking = false
-		m.refreshControl()
-		m.extTick()
-		return m, m.ensureTick()
+		return m, m.tick(msg)
 	case statusClearMsg:
 		if msg.gen == m.statusGen {
 			m.status = ""
 		}
-		return m, nil
 	case eventsMsg:
-		m.now = m.opts.Now()
-		for i := range msg.events {
-			m.applyEvent(msg.events[i])
-		}
-		m.refreshControl()
-		cmd := m.ensureTick()
-		if m.statesStale {
-			m.statesStale = false
-			cmd = tea.Batch(cmd, m.refreshStates())
-		}
-		return m, cmd
+		return m, m.events(msg)
 	case targetStatesMsg:
 		m.now = m.opts.Now()
 		m.targets.states(msg.states, m.now)
 		return m, m.ensureTick()
-	case cooldownClearedMsg:
-		return m, m.cooldownCleared(msg)
-	case armedMsg:
-		m.armed, m.armedErr = msg.faults, msg.err
-		return m, nil
-	case faultsClearedMsg:
-		if msg.err != nil {
-			return m, m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
-		}
-		return m, tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
-	case fleetMsg:
-		return m, m.fleetUpdate(msg)
 	case extStartMsg:
 		m.now = m.opts.Now()
 		m.extStart(msg)
@@ -320,212 +283,107 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case runDoneMsg:
 		m.now = m.opts.Now()
 		return m, m.runDone(msg)
-	case probeDoneMsg:
-		return m, m.probeDone(msg)
-	case faultDoneMsg:
-		if msg.err != nil {
-			return m, m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
-		}
-		return m, tea.Batch(m.setCallStatus("Injected "+msg.what+": send a prompt to see it.", statusUntilSend), m.loadArmed())
-	case historyListMsg:
-		m.hist.listed(msg)
-		return m, nil
-	case historyShowMsg:
-		m.hist.shown(msg)
-		return m, nil
-	case historyTimelineMsg:
-		m.hist.timelined(msg)
-		return m, nil
+	case fleetMsg:
+		return m, m.fleetUpdate(msg)
 	case tea.MouseWheelMsg:
-		mm := msg.Mouse()
-		switch mm.Button {
-		case tea.MouseWheelUp:
-			m.scroll(-3)
-		case tea.MouseWheelDown:
-			m.scroll(3)
-		}
-		return m, nil
+		m.wheel(msg)
 	case tea.PasteMsg:
-		m.inputGen++
-		if m.focus == focusInput && m.mode == modeMain {
-			var cmd tea.Cmd
-			m.input, cmd = m.input.Update(msg)
-			return m, cmd
-		}
-		return m, nil
+		return m, m.paste(msg)
 	case tea.KeyPressMsg:
 		m.now = m.opts.Now()
 		m.inputGen++ // a key may edit the prompt
 		return m, m.key(msg)
+	default:
+		return m, m.commandDone(msg)
 	}
 	return m, nil
 }
 
-// key handles one key press according to mode and focus.
-func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
-	k := m.keys
-	// Chords that work everywhere.
-	switch {
-	case key.Matches(msg, k.Interrupt):
-		if m.inFlight() {
-			return m.cancelCall()
+// commandDone applies the answer of a command: a load, a clear, an
+// injection, a probe.
+func (m *Model) commandDone(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case cooldownClearedMsg:
+		return m.cooldownCleared(msg)
+	case armedMsg:
+		m.armed, m.armedErr = msg.faults, msg.err
+	case faultsClearedMsg:
+		if msg.err != nil {
+			return m.setStatus("Could not clear the faults: "+msg.err.Error(), true)
 		}
-		return m.quit()
-	case key.Matches(msg, k.FailOver):
-		return m.failOverNow()
-	}
-	switch m.mode {
-	case modeHelp:
-		if key.Matches(msg, k.Back, k.Help, k.Quit) {
-			m.mode = modeMain
+		return tea.Batch(m.setStatus("Cleared every armed fault.", false), m.loadArmed(), m.refreshStates())
+	case faultDoneMsg:
+		if msg.err != nil {
+			return m.setStatus(fmt.Sprintf("Could not inject %s: %v", msg.what, msg.err), true)
 		}
-		return nil
-	case modeFaults:
-		return m.faultKey(msg)
-	case modeConfirm:
-		return m.confirmKey(msg)
-	case modeHistory:
-		return m.historyKey(msg)
-	case modeTimeline:
-		if key.Matches(msg, k.Back, k.Timeline) {
-			m.mode = modeMain
-			return nil
-		}
-		if key.Matches(msg, k.Quit) {
-			return m.quit()
-		}
-		m.tview.keyTimeline(msg, k, m.tl, m.now)
-		return nil
-	}
-
-	if m.focus == focusInput {
-		switch {
-		case key.Matches(msg, k.Send):
-			return m.send()
-		case key.Matches(msg, k.Cancel):
-			// esc leaves the input, and cancels the call in flight too:
-			// the keys typed after a cancel are keys, never a prompt.
-			m.setFocus(focusConversation)
-			if m.inFlight() {
-				return m.cancelCall()
-			}
-			return nil
-		case key.Matches(msg, k.NextFocus):
-			m.setFocus(focusConversation)
-			return nil
-		case key.Matches(msg, k.PrevFocus):
-			m.setFocus(focusTargets)
-			return nil
-		case key.Matches(msg, k.PageUp):
-			m.scroll(-m.convHeight())
-			return nil
-		case key.Matches(msg, k.PageDown):
-			m.scroll(m.convHeight())
-			return nil
-		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
-		return cmd
-	}
-
-	// Panes: single-letter keys act here.
-	switch {
-	case key.Matches(msg, k.Cancel):
-		if m.inFlight() {
-			return m.cancelCall()
-		}
-		return nil
-	case key.Matches(msg, k.Quit):
-		return m.quit()
-	case key.Matches(msg, k.NextFocus):
-		m.setFocus((m.focus + 1) % focusCount)
-		return nil
-	case key.Matches(msg, k.PrevFocus):
-		m.setFocus((m.focus + focusCount - 1) % focusCount)
-		return nil
-	case key.Matches(msg, k.Input):
-		m.setFocus(focusInput)
-		return nil
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
-		return nil
-	case key.Matches(msg, k.History):
-		return m.openHistory()
-	case key.Matches(msg, k.Timeline):
-		m.mode = modeTimeline
-		return nil
-	case key.Matches(msg, k.Faults):
-		if !m.opts.Simulated || m.opts.Faults == nil {
-			return m.setStatus("Demo faults work in a simulated session only (no keys set, or --sim).", true)
-		}
-		m.mode = modeFaults
-		return m.loadArmed()
-	case key.Matches(msg, k.Attempts):
-		m.showLog = !m.showLog
-		return nil
-	case key.Matches(msg, k.Mouse):
-		m.mouse = !m.mouse
-		if m.mouse {
-			return m.setStatus("Mouse on: the wheel scrolls; the terminal's own selection needs shift.", false)
-		}
-		return m.setStatus("Mouse off: the terminal's own text selection works.", false)
-	case key.Matches(msg, k.CopyAnswer):
-		if m.lastAnswer == "" {
-			return m.setStatus("No answer to copy yet.", true)
-		}
-		return tea.Batch(tea.SetClipboard(m.lastAnswer), m.setStatus("Copied the last answer (OSC 52).", false))
-	case key.Matches(msg, k.CopyCurl):
-		return m.copyCurl()
-	}
-
-	switch m.focus {
-	case focusConversation:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.scroll(-1)
-		case key.Matches(msg, k.Down):
-			m.scroll(1)
-		case key.Matches(msg, k.PageUp):
-			m.scroll(-m.convHeight())
-		case key.Matches(msg, k.PageDown):
-			m.scroll(m.convHeight())
-		case key.Matches(msg, k.Newest):
-			m.conv.bottom()
-		case key.Matches(msg, k.Send):
-			m.setFocus(focusInput)
-		}
-	case focusAttempts:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.log.move(-1)
-		case key.Matches(msg, k.Down):
-			m.log.move(1)
-		case key.Matches(msg, k.PageUp):
-			m.log.move(-5)
-		case key.Matches(msg, k.PageDown):
-			m.log.move(5)
-		case key.Matches(msg, k.Newest):
-			m.log.sel = -1 // follow the newest again
-		}
-	case focusTargets:
-		switch {
-		case key.Matches(msg, k.Up):
-			m.targets.moveCursor(-1)
-		case key.Matches(msg, k.Down):
-			m.targets.moveCursor(1)
-		case key.Matches(msg, k.Toggle):
-			return m.setChain(m.targets.toggle())
-		case key.Matches(msg, k.MoveUp):
-			return m.setChain(m.targets.reorder(-1))
-		case key.Matches(msg, k.MoveDown):
-			return m.setChain(m.targets.reorder(1))
-		case key.Matches(msg, k.ClearStop):
-			return m.stopKey()
-		case key.Matches(msg, k.Probe):
-			return m.probeKey()
-		}
+		return tea.Batch(m.setCallStatus("Injected "+msg.what+": send a prompt to see it.", statusUntilSend), m.loadArmed())
+	case probeDoneMsg:
+		return m.probeDone(msg)
+	case historyListMsg:
+		m.hist.listed(msg)
+	case historyShowMsg:
+		m.hist.shown(msg)
+	case historyTimelineMsg:
+		m.hist.timelined(msg)
 	}
 	return nil
+}
+
+func (m *Model) resize(msg tea.WindowSizeMsg) {
+	m.width, m.height = msg.Width, msg.Height
+	m.input.SetWidth(max(1, m.width-6))
+	m.help.SetWidth(m.width)
+	m.conv.invalidate()
+	m.log.invalidate()
+	m.targets.invalidate()
+}
+
+// tick is the clock tick: every countdown on screen reads the new now.
+func (m *Model) tick(msg tickMsg) tea.Cmd {
+	if msg.gen != m.tickGen {
+		return nil
+	}
+	m.now = m.opts.Now()
+	m.ticking = false
+	m.refreshControl()
+	m.extTick()
+	return m.ensureTick()
+}
+
+// events applies a frame's engine events.
+func (m *Model) events(msg eventsMsg) tea.Cmd {
+	m.now = m.opts.Now()
+	for i := range msg.events {
+		m.applyEvent(msg.events[i])
+	}
+	m.refreshControl()
+	cmd := m.ensureTick()
+	if m.statesStale {
+		m.statesStale = false
+		cmd = tea.Batch(cmd, m.refreshStates())
+	}
+	return cmd
+}
+
+// wheel scrolls the conversation (mouse capture on).
+func (m *Model) wheel(msg tea.MouseWheelMsg) {
+	switch msg.Mouse().Button {
+	case tea.MouseWheelUp:
+		m.scroll(-3)
+	case tea.MouseWheelDown:
+		m.scroll(3)
+	}
+}
+
+// paste goes into the prompt input when it has the focus.
+func (m *Model) paste(msg tea.PasteMsg) tea.Cmd {
+	m.inputGen++
+	if m.focus != focusInput || m.mode != modeMain {
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return cmd
 }
 
 func (m *Model) setChain(chain []stream.Target, note string) tea.Cmd {
@@ -728,49 +586,6 @@ func (m *Model) runDone(msg runDoneMsg) tea.Cmd {
 	m.turn = nil
 	m.staleStatus(false)
 	return nil
-}
-
-func (m *Model) faultKey(msg tea.KeyPressMsg) tea.Cmd {
-	if key.Matches(msg, m.keys.Back, m.keys.Faults, m.keys.Quit) {
-		m.mode = modeMain
-		return nil
-	}
-	if key.Matches(msg, m.keys.ClearStop) {
-		return m.clearFaults()
-	}
-	s := msg.String()
-	if len(s) != 1 || s[0] < '1' || s[0] > '9' {
-		return nil
-	}
-	i := int(s[0] - '1')
-	if i >= len(m.opts.FaultKinds) {
-		return nil
-	}
-	m.mode = modeMain
-	fk := m.opts.FaultKinds[i]
-	provider := ""
-	if len(m.chain) > 0 {
-		provider = m.chain[0].Provider
-	}
-	faults := m.opts.Faults
-	f := FaultRequest{Provider: provider, Kind: fk.Name}
-	switch fk.Name {
-	case "rate_limit":
-		f.RetryAfter = 20 * time.Second
-	case "overload":
-		f.Count, f.For = 3, 15*time.Second
-	case "failover-demo":
-		f.RetryAfter = time.Minute
-	}
-	what := fk.Name + " on " + orDash(provider)
-	if fk.Lasts != "" {
-		what += " (" + fk.Lasts + ")"
-	}
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return faultDoneMsg{what: what, err: faults.Inject(ctx, f)}
-	}
 }
 
 func (m *Model) copyCurl() tea.Cmd {

@@ -35,14 +35,6 @@ type FaultRequest struct {
 	For        time.Duration // bounds it in time after its first hit (0: none), so a burst cannot leak into a later call
 }
 
-// FaultInfo names a fault kind the demo keys offer (sim.FaultInfo's shape,
-// plus how long it lasts).
-type FaultInfo struct {
-	Name        string
-	Description string // what the simulator answers
-	Lasts       string // "next request", "next 3 requests", "1 minute", "until cleared"
-}
-
 // ArmedFault is a fault still armed in the simulator.
 type ArmedFault struct {
 	Provider string    // "" for every provider
@@ -145,8 +137,9 @@ type Options struct {
 
 	// NoColor drops every colour (set it from NO_COLOR); states stay words.
 	NoColor bool
-	// FaultKinds lists the demo faults offered in simulated mode, in key
-	// order (1-9); nil: DefaultFaultKinds.
+	// FaultKinds lists the demo faults offered in simulated mode, in the
+	// menu's order (keys 1-9, then 0; the cursor reaches every one); nil:
+	// DefaultFaultKinds.
 	FaultKinds []FaultInfo
 	// Curl renders an attempt as a curl command with the key redacted, for
 	// the copy-as-curl key; nil disables that key.
@@ -193,21 +186,4 @@ type Options struct {
 	// processes' attempts show in the attempt log, tagged with their host
 	// and command, and the targets pane shows fleet-wide usage. Nil: none.
 	Fleet FleetFeed
-}
-
-// DefaultFaultKinds is the demo faults offered when Options.FaultKinds is nil:
-// the simulator's kinds (sim.Fault* names) that show retries, failover and
-// stops best, each with what the simulator answers and how long it lasts.
-func DefaultFaultKinds() []FaultInfo {
-	return []FaultInfo{
-		{"rate_limit", "a 429 asking a 20s wait (retry-after)", "refuses for 20s"},
-		{"overload", "overloaded: 529, 498 or 503 by provider", "next 3 in 15s"},
-		{"spend_cap", "a billing stop: a person must act", "until cleared"},
-		{"mid_stream", "HTTP 200, some text, then an error", "next request"},
-		{"failover-demo", "429s, overloads; fallbacks stay healthy", "1 minute"},
-		{"daily_quota", "the provider's per-day quota is spent", "until cleared"},
-		{"cut", "the stream breaks before its end event", "next request"},
-		{"server_error", "a 500 internal server error", "next request"},
-		{"slow_down", "429 slow_down: traffic grew too fast", "next request"},
-	}
 }

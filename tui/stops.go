@@ -83,12 +83,12 @@ func (m *Model) stopKey() tea.Cmd {
 
 // confirmKey answers the confirmation of a real cooldown's clear.
 func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch {
-	case msg.String() == "y":
+	switch k := m.keys.Confirm; {
+	case key.Matches(msg, k.Yes):
 		cd := *m.confirm
 		m.confirm, m.mode = nil, modeMain
 		return m.clearCooldown(cd, "")
-	case msg.String() == "n", key.Matches(msg, m.keys.Back, m.keys.Quit):
+	case key.Matches(msg, k.No):
 		m.confirm, m.mode = nil, modeMain
 		return m.setStatus("Kept the stop.", false)
 	}

@@ -22,10 +22,7 @@ type targetState struct {
 	inflight map[string]string
 	proxied  bool // a proxied call used it: shown even outside the chain
 
-	waitUntil time.Time // a server's delay or a backoff runs until then
-	waitFrom  time.Time
-	waitWhy   string // "429 slow_down · retry-after 20s"
-	paused    bool   // the wait is pacing until a reset
+	wait targetWait // the current wait: what every countdown of the target reads
 
 	overloaded bool
 	overWhy    string
@@ -46,6 +43,34 @@ type targetState struct {
 	hasPace  bool
 }
 
+// targetWait is a target's current wait, the one value the targets pane's
+// countdown and a call's countdown in the conversation read. The server's
+// delay at an attempt's end, the engine's wait, its end and the pacer's
+// hold each set it, and nothing else keeps when a wait ends.
+type targetWait struct {
+	from, until time.Time
+	why         string // "429 slow_down · retry-after 20s"
+	paused      bool   // pacing until a reset
+}
+
+// on reports whether the wait runs at now.
+func (w *targetWait) on(now time.Time) bool { return now.Before(w.until) }
+
+// end ends the wait at now when it runs longer (the engine ended it early:
+// a fail over, a cancel).
+func (w *targetWait) end(now time.Time) {
+	if w.on(now) {
+		w.until = now
+	}
+}
+
+// asked is the wait a server's delay sets at an attempt's end (the call may
+// move on; the target still waits).
+func asked(a *retry.Attempt, end time.Time) targetWait {
+	return targetWait{from: end, until: end.Add(*a.RetryAfter),
+		why: statusCode(a) + " · " + sourceOr(a.DelaySource, "retry-after") + " " + fmtDur(*a.RetryAfter)}
+}
+
 // state returns the state word and its style.
 func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...string) string) {
 	switch {
@@ -55,9 +80,9 @@ func (s *targetState) state(now time.Time, st *theme.Styles) (string, func(...st
 		return "STOPPED", st.Stopped.Render
 	case s.busy() != "":
 		return s.busy(), st.Busy.Render
-	case now.Before(s.waitUntil) && s.paused:
+	case s.wait.on(now) && s.wait.paused:
 		return "PAUSED", st.Paused.Render
-	case now.Before(s.waitUntil):
+	case s.wait.on(now):
 		return "WAITING", st.Waiting.Render
 	case now.Before(s.circuitUntil), s.overloaded:
 		return "OVERLOADED", st.Overloaded.Render
@@ -214,7 +239,7 @@ func (p *targetsPane) reorder(d int) ([]stream.Target, string) {
 // or a limit reset within the hour).
 func (p *targetsPane) counting(now time.Time) bool {
 	for _, s := range p.list {
-		if now.Before(s.waitUntil) {
+		if s.wait.on(now) {
 			return true
 		}
 		if l := s.limits; l != nil {
@@ -271,16 +296,14 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 	case stream.ClassRateLimit:
 		s.lastErr = statusCode(a)
 		if a.RetryAfter != nil {
-			s.waitFrom, s.waitUntil, s.paused = end, end.Add(*a.RetryAfter), false
-			s.waitWhy = statusCode(a) + " · " + sourceOr(a.DelaySource, "retry-after") + " " + fmtDur(*a.RetryAfter)
+			s.wait = asked(a, end)
 		}
 	case stream.ClassOverload:
 		s.overloaded = true
 		s.overWhy = statusCode(a)
 		s.lastErr = statusCode(a)
 		if a.RetryAfter != nil {
-			s.waitFrom, s.waitUntil, s.paused = end, end.Add(*a.RetryAfter), false
-			s.waitWhy = statusCode(a) + " · " + sourceOr(a.DelaySource, "retry-after") + " " + fmtDur(*a.RetryAfter)
+			s.wait = asked(a, end)
 		}
 	case stream.ClassQuota:
 		s.stopped = true
@@ -300,35 +323,35 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 	p.invalidate()
 }
 
+// waitEnds is when the current wait of target t ends: what every countdown
+// of it reads.
+func (p *targetsPane) waitEnds(t stream.Target) time.Time { return p.get(t).wait.until }
+
 // wait shows a wait the engine takes on its target.
 func (p *targetsPane) wait(w *retry.Wait, now time.Time) {
 	s := p.get(w.Target)
-	s.waitFrom, s.waitUntil = now, w.Until
+	cur := targetWait{from: now, until: w.Until, paused: w.Pacing || w.Source == stream.SourceReset}
 	if w.Until.IsZero() {
-		s.waitUntil = now.Add(w.Duration)
+		cur.until = now.Add(w.Duration)
 	}
-	s.paused = w.Pacing || w.Source == stream.SourceReset
-	why := string(w.Source)
+	cur.why = string(w.Source)
 	if w.Asked > 0 {
-		why = fmt.Sprintf("asked %s (%s)", fmtDur(w.Asked), w.Source)
+		cur.why = fmt.Sprintf("asked %s (%s)", fmtDur(w.Asked), w.Source)
 	}
-	if s.lastErr != "" && !s.paused {
-		why = s.lastErr + " · " + why
+	if s.lastErr != "" && !cur.paused {
+		cur.why = s.lastErr + " · " + cur.why
 	}
-	if s.paused {
-		why = "pacing until the limit resets"
+	if cur.paused {
+		cur.why = "pacing until the limit resets"
 	}
-	s.waitWhy = why
+	s.wait = cur
 	p.invalidate()
 }
 
 // waitEnd ends a target's wait when the engine says it ended (early, when
 // the user failed over or cancelled).
 func (p *targetsPane) waitEnd(w *retry.Wait, now time.Time) {
-	s := p.get(w.Target)
-	if now.Before(s.waitUntil) {
-		s.waitUntil = now
-	}
+	p.get(w.Target).wait.end(now)
 	p.invalidate()
 }
 
@@ -355,22 +378,20 @@ func (p *targetsPane) states(sts map[stream.Target]retry.TargetState, now time.T
 			// Cleared (or ended) in the store: no longer stopped.
 			s.stopped, s.cooldown = false, nil
 		}
-		if h := ts.Pace.HoldUntil; h.After(now) && h.After(s.waitUntil) && s.busy() == "" {
+		if h := ts.Pace.HoldUntil; h.After(now) && h.After(s.wait.until) && s.busy() == "" {
 			server := ts.Pace.HoldSource != stream.SourceReset && ts.Pace.HoldSource != stream.SourceNone
 			switch {
-			case server && now.Before(s.waitUntil):
+			case server && s.wait.on(now):
 				// The server's own delay, already shown from the call's
 				// events: keep its words, extend to the pacer's hold.
-				s.waitUntil = h
+				s.wait.until = h
 			case server:
-				s.waitFrom, s.waitUntil, s.paused = now, h, false
+				s.wait = targetWait{from: now, until: h, why: "the server asked to wait (" + string(ts.Pace.HoldSource) + ")"}
 				if a := ts.Pace.HoldAsked; a > 0 && h.Add(-a).Before(now) {
-					s.waitFrom = h.Add(-a) // the bar shows how much of the server's wait is left
+					s.wait.from = h.Add(-a) // the bar shows how much of the server's wait is left
 				}
-				s.waitWhy = "the server asked to wait (" + string(ts.Pace.HoldSource) + ")"
 			default:
-				s.waitFrom, s.waitUntil, s.paused = now, h, true
-				s.waitWhy = "pacing: no request before its limit resets"
+				s.wait = targetWait{from: now, until: h, paused: true, why: "pacing: no request before its limit resets"}
 			}
 		}
 	}
@@ -610,7 +631,7 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 	extra := ""
 	switch word {
 	case "WAITING", "PAUSED":
-		extra = " " + fmtCountdown(now, s.waitUntil) + " · " + s.waitWhy
+		extra = " " + fmtCountdown(now, s.wait.until) + " · " + s.wait.why
 	case "STOPPED":
 		// When it resets first, then the provider's words, cut short: the
 		// conversation has them whole.
@@ -720,16 +741,16 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 			out = append(out, ind+st.Subtle.Render(fit("needs a person", iw)))
 		}
 	case "WAITING", "PAUSED":
-		for _, l := range wrap(s.waitWhy, iw) {
+		for _, l := range wrap(s.wait.why, iw) {
 			out = append(out, ind+st.Wait.Render(l))
 		}
-		total := s.waitUntil.Sub(s.waitFrom)
-		left := s.waitUntil.Sub(now)
+		total := s.wait.until.Sub(s.wait.from)
+		left := s.wait.until.Sub(now)
 		frac := 0.0
 		if total > 0 {
 			frac = float64(left) / float64(total)
 		}
-		cd := fmtCountdown(now, s.waitUntil) + " left"
+		cd := fmtCountdown(now, s.wait.until) + " left"
 		bw := max(4, min(20, iw-len(cd)-1))
 		out = append(out, ind+bar(frac, bw, st.Wait.Render, st.GaugeEmpty.Render)+" "+st.Wait.Render(cd))
 	case "OVERLOADED":

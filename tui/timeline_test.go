@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,25 +368,65 @@ func TestChartsIgnoreTokens(t *testing.T) {
 	h.idle()
 }
 
-// TestKeysDoNotCollide: no key is bound twice, except enter (send, open)
-// and esc (cancel, back), which act in different modes.
+// TestKeysDoNotCollide: no key is bound twice among the keys that act at
+// once in a view (enter and esc mean different things in different views,
+// and in the history's list, filter and session timeline).
 func TestKeysDoNotCollide(t *testing.T) {
 	km := DefaultKeyMap()
-	v := reflect.ValueOf(km)
-	seen := map[string]string{}
-	shared := map[string]bool{"enter": true, "esc": true}
-	for i := 0; i < v.NumField(); i++ {
-		b := v.Field(i).Interface().(key.Binding)
-		for _, k := range b.Keys() {
-			if prev, ok := seen[k]; ok && !shared[k] {
-				t.Errorf("%q is bound to %s and %s", k, prev, v.Type().Field(i).Name)
+	h := km.History
+	active := map[string][]any{
+		"input":            {km.Global, km.Input, km.Main.NextFocus, km.Main.PrevFocus},
+		"conversation":     {km.Global, km.Main, km.Conversation},
+		"attempts":         {km.Global, km.Main, km.Attempts},
+		"targets":          {km.Global, km.Main, km.Targets},
+		"faults":           {km.Global, km.Faults},
+		"timeline":         {km.Global, km.Timeline},
+		"history list":     {km.Global, h.Up, h.Down, h.Open, h.Filter, h.Timeline, h.Back, h.Close, h.Help, h.Quit},
+		"history call":     {km.Global, h.Up, h.Down, h.Timeline, h.Back, h.Close, h.Help, h.Quit},
+		"history filter":   {km.Global, h.Done, h.Erase},
+		"history timeline": {km.Global, km.Timeline},
+		"help":             {km.Global, km.Help},
+		"confirm":          {km.Global, km.Confirm},
+	}
+	for name, groups := range active {
+		seen := map[string]string{}
+		for _, b := range namedBindings(groups...) {
+			for _, k := range b.b.Keys() {
+				if prev, ok := seen[k]; ok {
+					t.Errorf("%s: %q is bound to %s and %s", name, k, prev, b.name)
+				}
+				seen[k] = b.name
 			}
-			seen[k] = v.Type().Field(i).Name
 		}
 	}
-	if seen["t"] != "Timeline" {
+	if !slices.Equal(km.Main.Timeline.Keys(), []string{"t"}) {
 		t.Errorf("t is not the timeline's key")
 	}
+}
+
+// namedBinding is a binding and the field that holds it.
+type namedBinding struct {
+	name string
+	b    key.Binding
+}
+
+// namedBindings lists the bindings of key maps (every key.Binding field)
+// and of bindings given alone.
+func namedBindings(xs ...any) []namedBinding {
+	var out []namedBinding
+	for _, x := range xs {
+		if b, ok := x.(key.Binding); ok {
+			out = append(out, namedBinding{b.Help().Key, b})
+			continue
+		}
+		v := reflect.ValueOf(x)
+		for i := 0; i < v.NumField(); i++ {
+			if b, ok := v.Field(i).Interface().(key.Binding); ok {
+				out = append(out, namedBinding{v.Type().Name() + "." + v.Type().Field(i).Name, b})
+			}
+		}
+	}
+	return out
 }
 
 // TestTlogBounded: the timeline keeps the newest maxTimeline attempts.

@@ -98,7 +98,7 @@ func (v *timelineView) show(t, now time.Time) {
 
 // keyTimeline moves the cursor, scrolls and zooms; it reports whether it
 // used the key.
-func (v *timelineView) keyTimeline(msg tea.KeyPressMsg, k KeyMap, l *tlog, now time.Time) bool {
+func (v *timelineView) keyTimeline(msg tea.KeyPressMsg, k TimelineKeys, l *tlog, now time.Time) bool {
 	i := v.sel(l)
 	switch {
 	case key.Matches(msg, k.Left):
@@ -219,11 +219,8 @@ func (v *timelineView) view(l *tlog, w, h int, now time.Time, st *theme.Styles) 
 }
 
 func (v *timelineView) render(l *tlog, w, h, lw int, start, now time.Time, st *theme.Styles) []string {
-	pw, scale := v.pw, v.scale()
-	col := func(t time.Time) int { return floorDiv(t.Sub(start), scale) }
-	var out []string
 	if len(l.atts) == 0 && len(l.waits) == 0 {
-		out = append(out, st.Subtle.Render(fit("Nothing on the timeline yet: each attempt of each call shows here, one lane a target.", w)))
+		out := []string{st.Subtle.Render(fit("Nothing on the timeline yet: each attempt of each call shows here, one lane a target.", w))}
 		return padLines(out, w, h)
 	}
 	sel := v.sel(l)
@@ -236,163 +233,26 @@ func (v *timelineView) render(l *tlog, w, h, lw int, start, now time.Time, st *t
 		more = len(lanes) - n
 		lanes = lanes[:n]
 	}
-
-	// The axis: a time label at each tick, the tick's column dotted in
-	// every lane.
-	step := tickSteps[len(tickSteps)-1]
-	for _, s := range tickSteps {
-		if s >= 12*scale {
-			step = s
-			break
-		}
-	}
-	format := "15:04:05"
-	if step >= time.Minute {
-		format = "15:04"
-	}
-	axis := newCells(pw, cell{" ", cellAxis})
-	var ticks []int
-	for t := start.Truncate(step); t.Before(start.Add(time.Duration(pw) * scale)); t = t.Add(step) {
-		c := col(t)
-		if c < 0 {
-			continue
-		}
-		ticks = append(ticks, c)
-		axis.put(c, "╵"+t.Local().Format(format), cellAxis)
-	}
-	rows := make([]cells, 2*len(lanes))
-	for i := range rows {
-		rows[i] = newCells(pw, cell{" ", cellPlain})
-		if i%2 == 0 {
-			for _, c := range ticks {
-				rows[i][c] = cell{"·", cellAxis}
-			}
-		}
-	}
-	laneOf := func(t stream.Target) int {
-		i := indexOf(lanes, t)
-		return i
-	}
-	blank := func(c cell) bool { return c.s == cellPlain || c.s == cellAxis }
-
-	// Waits: a span on the lane (its label comes last, where it fits).
-	type label struct {
-		li, c0, c1 int
-		text       string
-		s          cellStyle
-	}
-	var labels []label
-	for i := range l.waits {
-		x := &l.waits[i]
-		li := laneOf(x.target)
-		if li < 0 {
-			continue
-		}
-		c0, c1 := col(x.from), max(col(x.until), col(x.from)+1)
-		if c1 < 0 || c0 >= pw {
-			continue
-		}
-		g, s := "━", cellWait
-		if x.asked {
-			g, s = "┄", cellAsked
-		}
-		for c := max(0, c0); c < min(pw, c1); c++ {
-			rows[2*li][c] = cell{g, s}
-		}
-		labels = append(labels, label{li, c0, c1, waitLabel(x), s})
-	}
-	// Attempts: their time in flight as ─, then the mark.
-	for i := range l.atts {
-		x := &l.atts[i]
-		li := laneOf(x.a.Target)
-		if li < 0 {
-			continue
-		}
-		c, ce := col(x.at), col(x.end)
-		for cc := max(0, c+1); cc < min(pw, ce); cc++ {
-			if blank(rows[2*li][cc]) {
-				rows[2*li][cc] = cell{"─", cellSubtle}
-			}
-		}
-	}
-	for i := range l.atts {
-		x := &l.atts[i]
-		li := laneOf(x.a.Target)
-		c := col(x.at)
-		if li < 0 || c < 0 || c >= pw {
-			continue
-		}
-		if prev := rows[2*li][c]; prev.s >= cellClass && x.a.Class == stream.ClassOK && i != sel {
-			continue // a failure in the same column shows over an ok
-		}
-		s := classCell(x.a.Class)
-		if i == sel {
-			s = cellSelected
-		}
-		rows[2*li][c] = cell{markOf(&x.a), s}
-	}
-	// Failovers: an arrow from the lane that failed to the one that took
-	// over, in the column where the call landed.
-	for i := range l.atts {
-		x := &l.atts[i]
-		if !x.moved || x.to.Provider == "" {
-			continue
-		}
-		a, b, c := laneOf(x.a.Target), laneOf(x.to), col(x.toAt)
-		if a < 0 || b < 0 || a == b || c < 0 || c >= pw {
-			continue
-		}
-		lo, hi, end := 2*a+1, 2*b-1, 2*b-1
-		g := "↓"
-		if b < a {
-			lo, hi, end, g = 2*b+1, 2*a-1, 2*b+1, "↑"
-		}
-		for r := lo; r <= hi; r++ {
-			if r%2 == 1 || blank(rows[r][c]) {
-				gl := "│"
-				if r == end {
-					gl = g
-				}
-				rows[r][c] = cell{gl, cellJoin}
-			}
-		}
-	}
-	// Wait labels: on the span when it is long enough, else under it (or
-	// just before it) where nothing else is drawn.
-	free := func(r cells, from, n int) bool {
-		if from < 0 || from+n > len(r) {
-			return false
-		}
-		for c := from; c < from+n; c++ {
-			if !blank(r[c]) {
-				return false
-			}
-		}
-		return true
-	}
-	for _, lb := range labels {
-		lane, under := rows[2*lb.li], rows[2*lb.li+1]
-		// The whole label, else its length alone ("wait 20s").
-		for _, text := range []string{lb.text, strings.Join(strings.Fields(lb.text)[:2], " ")} {
-			if placeLabel(lane, under, lb.c0, lb.c1, text, lb.s, free) {
-				break
-			}
-		}
-	}
+	p := newPlot(v.pw, start, v.scale(), lanes)
+	axis := p.axis()
+	labels := p.drawWaits(l)
+	p.drawAttempts(l, sel)
+	p.drawFailovers(l)
+	p.placeLabels(labels)
 
 	selLane := -1
 	if sel >= 0 {
-		selLane = laneOf(l.atts[sel].a.Target)
+		selLane = p.lane(l.atts[sel].a.Target)
 	}
 	pad := strings.Repeat(" ", lw+1)
-	scaleWords := fmt.Sprintf("1 col = %s", fmtDur(scale))
-	out = append(out, st.Subtle.Render(fit(scaleWords, lw))+" "+axis.render(st))
+	scaleWords := fmt.Sprintf("1 col = %s", fmtDur(p.scale))
+	out := []string{st.Subtle.Render(fit(scaleWords, lw)) + " " + axis.render(st)}
 	for i, t := range lanes {
 		name := fit(t.String(), lw)
 		if i == selLane {
 			name = st.Accent.Render(name)
 		}
-		out = append(out, name+" "+rows[2*i].render(st), pad+rows[2*i+1].render(st))
+		out = append(out, name+" "+p.rows[2*i].render(st), pad+p.rows[2*i+1].render(st))
 	}
 	if more > 0 {
 		out = append(out, st.Subtle.Render(fmt.Sprintf("+%d more lanes (a taller terminal shows them)", more)))
@@ -404,6 +264,189 @@ func (v *timelineView) render(l *tlog, w, h, lw int, start, now time.Time, st *t
 	out = append(out, "")
 	out = append(out, detail...)
 	return padLines(out, w, h)
+}
+
+// plot is one drawing of the timeline's lanes: two rows of cells a lane
+// (the lane, and the row under it for labels and arrows), pw columns from
+// start, scale a column.
+type plot struct {
+	pw    int
+	start time.Time
+	scale time.Duration
+	lanes []stream.Target
+	rows  []cells
+	ticks []int // the axis's tick columns
+}
+
+// spanLabel is a wait's label to place on its lane: on its span, or under
+// it.
+type spanLabel struct {
+	li, c0, c1 int
+	text       string
+	s          cellStyle
+}
+
+func newPlot(pw int, start time.Time, scale time.Duration, lanes []stream.Target) *plot {
+	return &plot{pw: pw, start: start, scale: scale, lanes: lanes}
+}
+
+// col is the column of time t (negative before the window).
+func (p *plot) col(t time.Time) int { return floorDiv(t.Sub(p.start), p.scale) }
+
+// lane is the lane of target t, -1 when it is not drawn.
+func (p *plot) lane(t stream.Target) int { return indexOf(p.lanes, t) }
+
+// emptyCell reports whether a cell holds nothing drawn (the axis's dots
+// are background).
+func emptyCell(c cell) bool { return c.s == cellPlain || c.s == cellAxis }
+
+// axis draws the time axis (a label at each tick) and dots each tick's
+// column in every lane.
+func (p *plot) axis() cells {
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if s >= 12*p.scale {
+			step = s
+			break
+		}
+	}
+	format := "15:04:05"
+	if step >= time.Minute {
+		format = "15:04"
+	}
+	axis := newCells(p.pw, cell{" ", cellAxis})
+	for t := p.start.Truncate(step); t.Before(p.start.Add(time.Duration(p.pw) * p.scale)); t = t.Add(step) {
+		c := p.col(t)
+		if c < 0 {
+			continue
+		}
+		p.ticks = append(p.ticks, c)
+		axis.put(c, "╵"+t.Local().Format(format), cellAxis)
+	}
+	p.rows = make([]cells, 2*len(p.lanes))
+	for i := range p.rows {
+		p.rows[i] = newCells(p.pw, cell{" ", cellPlain})
+		if i%2 == 0 {
+			for _, c := range p.ticks {
+				p.rows[i][c] = cell{"·", cellAxis}
+			}
+		}
+	}
+	return axis
+}
+
+// drawWaits draws each wait as a span on its lane and returns their labels
+// (placed last, where they fit).
+func (p *plot) drawWaits(l *tlog) []spanLabel {
+	var labels []spanLabel
+	for i := range l.waits {
+		x := &l.waits[i]
+		li := p.lane(x.target)
+		if li < 0 {
+			continue
+		}
+		c0, c1 := p.col(x.from), max(p.col(x.until), p.col(x.from)+1)
+		if c1 < 0 || c0 >= p.pw {
+			continue
+		}
+		g, s := "━", cellWait
+		if x.asked {
+			g, s = "┄", cellAsked
+		}
+		for c := max(0, c0); c < min(p.pw, c1); c++ {
+			p.rows[2*li][c] = cell{g, s}
+		}
+		labels = append(labels, spanLabel{li, c0, c1, waitLabel(x), s})
+	}
+	return labels
+}
+
+// drawAttempts draws each attempt's time in flight as ─, then its mark (a
+// failure in the same column shows over an ok; the cursor's shows always).
+func (p *plot) drawAttempts(l *tlog, sel int) {
+	for i := range l.atts {
+		x := &l.atts[i]
+		li := p.lane(x.a.Target)
+		if li < 0 {
+			continue
+		}
+		c, ce := p.col(x.at), p.col(x.end)
+		for cc := max(0, c+1); cc < min(p.pw, ce); cc++ {
+			if emptyCell(p.rows[2*li][cc]) {
+				p.rows[2*li][cc] = cell{"─", cellSubtle}
+			}
+		}
+	}
+	for i := range l.atts {
+		x := &l.atts[i]
+		li := p.lane(x.a.Target)
+		c := p.col(x.at)
+		if li < 0 || c < 0 || c >= p.pw {
+			continue
+		}
+		if prev := p.rows[2*li][c]; prev.s >= cellClass && x.a.Class == stream.ClassOK && i != sel {
+			continue // a failure in the same column shows over an ok
+		}
+		s := classCell(x.a.Class)
+		if i == sel {
+			s = cellSelected
+		}
+		p.rows[2*li][c] = cell{markOf(&x.a), s}
+	}
+}
+
+// drawFailovers draws an arrow from the lane that failed to the one that
+// took over, in the column where the call landed.
+func (p *plot) drawFailovers(l *tlog) {
+	for i := range l.atts {
+		x := &l.atts[i]
+		if !x.moved || x.to.Provider == "" {
+			continue
+		}
+		a, b, c := p.lane(x.a.Target), p.lane(x.to), p.col(x.toAt)
+		if a < 0 || b < 0 || a == b || c < 0 || c >= p.pw {
+			continue
+		}
+		lo, hi, end := 2*a+1, 2*b-1, 2*b-1
+		g := "↓"
+		if b < a {
+			lo, hi, end, g = 2*b+1, 2*a-1, 2*b+1, "↑"
+		}
+		for r := lo; r <= hi; r++ {
+			if r%2 == 1 || emptyCell(p.rows[r][c]) {
+				gl := "│"
+				if r == end {
+					gl = g
+				}
+				p.rows[r][c] = cell{gl, cellJoin}
+			}
+		}
+	}
+}
+
+// placeLabels writes the waits' labels: on the span when it is long
+// enough, else under it (or just before it) where nothing else is drawn;
+// the whole label, else its length alone ("wait 20s").
+func (p *plot) placeLabels(labels []spanLabel) {
+	free := func(r cells, from, n int) bool {
+		if from < 0 || from+n > len(r) {
+			return false
+		}
+		for c := from; c < from+n; c++ {
+			if !emptyCell(r[c]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, lb := range labels {
+		lane, under := p.rows[2*lb.li], p.rows[2*lb.li+1]
+		for _, text := range []string{lb.text, strings.Join(strings.Fields(lb.text)[:2], " ")} {
+			if placeLabel(lane, under, lb.c0, lb.c1, text, lb.s, free) {
+				break
+			}
+		}
+	}
 }
 
 // placeLabel writes a wait's label on its span when the span is long

@@ -66,124 +66,119 @@ func (m *Model) render() (string, *tea.Cursor) {
 		msg := fmt.Sprintf("limitscope needs a terminal of at least %dx%d; this one is %dx%d. Enlarge it, or press ctrl+c to quit.", minWidth, minHeight, w, h)
 		return strings.Join(padLines(wrap(msg, w), w, h), "\n"), nil
 	}
-	st := &m.st
 	lines := make([]string, 0, h)
 	lines = append(lines, m.header(w))
-	body := m.bodyHeight()
-	isF := func(f focus) bool { return m.focus == f && m.mode == modeMain }
+	if m.mode == modeHelp { // the help takes the input's rows too
+		lines = append(lines, m.helpView(w)...)
+		return strings.Join(append(lines, m.footer(w)), "\n"), nil
+	}
+	lines = append(lines, m.body(w)...)
+	inputRow := len(lines)
+	lines = append(lines, m.inputBox(w)...)
+	lines = append(lines, m.footer(w))
+	return strings.Join(lines, "\n"), m.inputCursor(inputRow)
+}
 
+// body is the screen between the header and the input: the panes, or an
+// overlay.
+func (m *Model) body(w int) []string {
+	st, body := &m.st, m.bodyHeight()
 	switch m.mode {
-	case modeHelp:
-		groups := helpKeys{m.keys, m}.FullHelp()
-		var inner []string
-		for _, l := range wrap("Single-letter keys act when the prompt input is not focused (tab or esc leaves it); chords work everywhere.", w-2) {
-			inner = append(inner, st.Subtle.Render(l))
-		}
-		inner = append(inner, "")
-		for i := 0; i < len(groups); i += 2 {
-			inner = append(inner, strings.Split(m.help.FullHelpView(groups[i:min(i+2, len(groups))]), "\n")...)
-			inner = append(inner, "")
-		}
-		lines = append(lines, m.box("keys", inner, w, body, false, false)...)
 	case modeHistory:
 		inner := m.hist.view(w-2, body-2, st)
 		title := "history"
 		if m.hist.tl != nil {
 			title = "history · a past session's timeline (esc back)"
 		}
-		lines = append(lines, m.box(title, inner, w, body, true, false)...)
+		return m.box(title, inner, w, body, true, false)
 	case modeTimeline:
 		inner := m.tview.view(m.tl, w-2, body-2, m.now, st)
-		lines = append(lines, m.box("timeline (esc back)", inner, w, body, true, false)...)
+		return m.box("timeline (esc back)", inner, w, body, true, false)
 	case modeFaults:
-		prov := "-"
-		if len(m.chain) > 0 {
-			prov = m.chain[0].String()
-		}
-		var inner []string
-		for _, l := range wrap("Each key arms one fault on the primary, "+prov+"; the next prompt meets it.", w-2) {
-			inner = append(inner, st.Subtle.Render(l))
-		}
-		inner = append(inner, "")
-		for i, f := range m.opts.FaultKinds {
-			if i == 9 {
-				break
-			}
-			line := fmt.Sprintf(" %s  %-13s %-15s ", st.Accent.Render(fmt.Sprint(i+1)), f.Name, orDash(f.Lasts))
-			inner = append(inner, fit(line+st.Subtle.Render(f.Description), w-2))
-		}
-		inner = append(inner, "")
-		switch {
-		case m.opts.Armed == nil:
-		case m.armedErr != nil:
-			inner = append(inner, st.Error.Render(fit("Could not list the armed faults: "+m.armedErr.Error(), w-2)))
-		case len(m.armed) == 0:
-			inner = append(inner, st.Subtle.Render("Nothing is armed now."))
-		default:
-			inner = append(inner, st.Warn.Render(fmt.Sprintf("Armed now (%d) · x clears them all:", len(m.armed))))
-			for _, a := range m.armed {
-				inner = append(inner, st.Warn.Render(fit("  "+armedWords(a, m.now), w-2)))
-			}
-		}
-		inner = append(inner, st.Subtle.Render("esc closes."))
-		lines = append(lines, m.box("demo faults", inner, w, body, false, false)...)
+		return m.box("demo faults", m.faultsView(w-2, body-2), w, body, false, false)
 	case modeConfirm:
-		lines = append(lines, m.box("clear a quota stop?", m.confirmLines(w-4), w, body, false, true)...)
-	default:
-		lh := m.logHeight()
-		top := body - lh
-		var convLines []string
-		if m.wide() {
-			tw := min(44, max(34, w*32/100))
-			cw := w - tw
-			m.targets.rows = top - 2
-			tl := m.targets.view(tw-2, false, m.now, st)
-			tb := m.box("targets", tl, tw, top, true, isF(focusTargets))
-			cl := m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome) // before the title: it may move the offset
-			cb := m.box(m.convTitle(), cl, cw, top, true, isF(focusConversation))
-			for i := range tb {
-				convLines = append(convLines, tb[i]+cb[i])
-			}
-		} else {
-			th := m.targetsCollapsedHeight()
-			tl := m.targets.view(w-2, true, m.now, st)
-			if m.targets.focused && len(tl) > th-2 {
-				start := min(max(0, m.targets.cursor-(th-3)), len(tl)-(th-2))
-				tl = tl[start:]
-			}
-			convLines = append(convLines, m.box("targets", tl, w, th, true, isF(focusTargets))...)
-			ch := top - th
-			cl := m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome)
-			convLines = append(convLines, m.box(m.convTitle(), cl, w, ch, true, isF(focusConversation))...)
-		}
-		lines = append(lines, convLines...)
-		if lh > 0 {
-			title := "attempts"
-			if n := m.log.newer(lh - 2); n > 0 {
-				title = fmt.Sprintf("attempts (%d newer below · G)", n)
-			}
-			lines = append(lines, m.box(title, m.log.view(w-2, lh-2, st), w, lh, true, isF(focusAttempts))...)
-		}
+		return m.box("clear a quota stop?", m.confirmLines(w-4), w, body, false, true)
 	}
+	return m.panes(w, body)
+}
 
-	inputRow := len(lines)
+// isF reports whether pane f has the focus on the main screen.
+func (m *Model) isF(f focus) bool { return m.focus == f && m.mode == modeMain }
+
+// panes are the main screen's: targets and conversation side by side (or
+// stacked below 100 columns), the attempt log under them.
+func (m *Model) panes(w, body int) []string {
+	lh := m.logHeight()
+	top := body - lh
+	var lines []string
+	if m.wide() {
+		lines = m.sideBySide(w, top)
+	} else {
+		lines = m.stacked(w, top)
+	}
+	if lh > 0 {
+		title := "attempts"
+		if n := m.log.newer(lh - 2); n > 0 {
+			title = fmt.Sprintf("attempts (%d newer below · G)", n)
+		}
+		lines = append(lines, m.box(title, m.log.view(w-2, lh-2, &m.st), w, lh, true, m.isF(focusAttempts))...)
+	}
+	return lines
+}
+
+// sideBySide is the targets pane beside the conversation, top rows high.
+func (m *Model) sideBySide(w, top int) []string {
+	st := &m.st
+	tw := min(44, max(34, w*32/100))
+	cw := w - tw
+	m.targets.rows = top - 2
+	tl := m.targets.view(tw-2, false, m.now, st)
+	tb := m.box("targets", tl, tw, top, true, m.isF(focusTargets))
+	cl := m.conv.view(cw-2, top-2, st, m.liveWait(), m.welcome) // before the title: it may move the offset
+	cb := m.box(m.convTitle(), cl, cw, top, true, m.isF(focusConversation))
+	out := make([]string, 0, len(tb))
+	for i := range tb {
+		out = append(out, tb[i]+cb[i])
+	}
+	return out
+}
+
+// stacked is the collapsed targets above the conversation, top rows high.
+func (m *Model) stacked(w, top int) []string {
+	st := &m.st
+	th := m.targetsCollapsedHeight()
+	tl := m.targets.view(w-2, true, m.now, st)
+	if m.targets.focused && len(tl) > th-2 {
+		start := min(max(0, m.targets.cursor-(th-3)), len(tl)-(th-2))
+		tl = tl[start:]
+	}
+	out := m.box("targets", tl, w, th, true, m.isF(focusTargets))
+	ch := top - th
+	cl := m.conv.view(w-2, ch-2, st, m.liveWait(), m.welcome)
+	return append(out, m.box(m.convTitle(), cl, w, ch, true, m.isF(focusConversation))...)
+}
+
+// inputBox is the prompt input's box.
+func (m *Model) inputBox(w int) []string {
 	ik := fmt.Sprintf("%d/%v/%d/%d", m.input.Position(), m.input.Focused(), m.input.Width(), m.inputGen)
 	if ik != m.inputKey {
 		m.inputKey, m.inputLine = ik, fit(m.input.View(), w-2)
 	}
-	in := m.inputLine
-	lines = append(lines, m.box("", []string{in}, w, 3, true, isF(focusInput))...)
-	lines = append(lines, m.footer(w))
+	return m.box("", []string{m.inputLine}, w, 3, true, m.isF(focusInput))
+}
 
-	var cur *tea.Cursor
-	if m.focus == focusInput && m.mode == modeMain {
-		if c := m.input.Cursor(); c != nil {
-			c.X++
-			c.Y += inputRow + 1
-			cur = c
-		}
+// inputCursor is the terminal cursor in the prompt input (its box's first
+// row at row), nil when the input has no focus.
+func (m *Model) inputCursor(row int) *tea.Cursor {
+	if m.focus != focusInput || m.mode != modeMain {
+		return nil
 	}
-	return strings.Join(lines, "\n"), cur
+	c := m.input.Cursor()
+	if c != nil {
+		c.X++
+		c.Y += row + 1
+	}
+	return c
 }
 
 func (m *Model) convTitle() string {

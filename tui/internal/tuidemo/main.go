@@ -117,7 +117,29 @@ func (faults) Inject(ctx context.Context, f tui.FaultRequest) error { return nil
 func (faults) SetScenario(ctx context.Context, name string) error   { return nil }
 
 func main() {
-	now := time.Now()
+	d := demoDoer(time.Now())
+	if rate := os.Getenv("DEMO_RATE"); rate != "" { // a long stream at N tokens/s, for CPU figures
+		var n int
+		fmt.Sscan(rate, &n)
+		d = rateDoer(n)
+	}
+	eng := &retry.Engine{Doer: d, Cooldowns: retry.NewMemoryCooldowns(), Pacer: retry.NewPacer()}
+	opts := demoOptions(eng, &memHistory{})
+	if f := os.Getenv("DEMO_PROF"); f != "" {
+		pf, err := os.Create(f)
+		if err == nil {
+			_ = pprof.StartCPUProfile(pf)
+			defer pprof.StopCPUProfile()
+		}
+	}
+	if err := tui.Run(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+}
+
+// demoDoer scripts four calls: a short retry-after, a failover, a
+// mid-stream error, a quota stop.
+func demoDoer(now time.Time) *retrytest.Doer {
 	lim := func(reqRem, reqLim int64, tokRem, tokLim int64) *stream.Limits {
 		return &stream.Limits{
 			Requests: &stream.Window{Limit: reqLim, Remaining: reqRem, HasLimit: true, HasRemaining: true, Reset: now.Add(41 * time.Second)},
@@ -153,31 +175,34 @@ func main() {
 	d.Script(openai.String(), q)
 	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
 	d.ScriptFunc(anthropic.String(), streamed(answer, aLim, "claude-haiku-5-5-20260101"))
+	return d
+}
 
-	if rate := os.Getenv("DEMO_RATE"); rate != "" { // a long stream at N tokens/s, for CPU figures
-		var n int
-		fmt.Sscan(rate, &n)
-		d = retrytest.NewDoer()
-		d.ScriptFunc(openai.String(), func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
-			t := time.NewTicker(time.Second / time.Duration(n))
-			defer t.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-ctx.Done():
-					return stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()}}
-				case <-t.C:
-				}
-				if i%40 == 39 {
-					onText("\n\n")
-				} else {
-					onText("token ")
-				}
+// rateDoer streams one endless answer at n tokens a second.
+func rateDoer(n int) *retrytest.Doer {
+	d := retrytest.NewDoer()
+	d.ScriptFunc(openai.String(), func(ctx context.Context, req stream.Request, onText func(string)) stream.Result {
+		t := time.NewTicker(time.Second / time.Duration(n))
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return stream.Result{Status: 200, Err: &stream.Error{Class: stream.ClassCancelled, Err: ctx.Err()}}
+			case <-t.C:
 			}
-		})
-	}
-	eng := &retry.Engine{Doer: d, Cooldowns: retry.NewMemoryCooldowns(), Pacer: retry.NewPacer()}
-	hist := &memHistory{}
-	opts := tui.Options{
+			if i%40 == 39 {
+				onText("\n\n")
+			} else {
+				onText("token ")
+			}
+		}
+	})
+	return d
+}
+
+// demoOptions wires the console to the engine and an in-memory history.
+func demoOptions(eng *retry.Engine, hist *memHistory) tui.Options {
+	return tui.Options{
 		Runner:        eng,
 		TargetState:   eng.TargetState,
 		ClearCooldown: func(_ context.Context, scope string) error { return eng.Cooldowns.Clear(scope) },
@@ -196,15 +221,5 @@ func main() {
 		Recorder:  hist,
 		Version:   "demo",
 		NoColor:   os.Getenv("NO_COLOR") != "",
-	}
-	if f := os.Getenv("DEMO_PROF"); f != "" {
-		pf, err := os.Create(f)
-		if err == nil {
-			_ = pprof.StartCPUProfile(pf)
-			defer pprof.StopCPUProfile()
-		}
-	}
-	if err := tui.Run(context.Background(), opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
 	}
 }
