@@ -307,9 +307,27 @@ func historyShow(ctx context.Context, a *app, args []string) int {
 	return exitOK
 }
 
+// printCall prints call c (of session sess, nil when unknown) for a person:
+// its facts, each attempt, its prompt and answer.
 func printCall(o *textOut, c *store.Call, sess *store.Session) {
-	w := o.w
-	label := func(s string) string { return o.paint(o.bold, fmt.Sprintf("%-10s", s)) }
+	printCallHead(o, c, sess)
+	printCallFacts(o, c)
+	if len(c.AttemptsList) > 0 {
+		fmt.Fprintf(o.w, "\n%s\n", o.paint(o.bold, "attempts"))
+	}
+	for _, at := range c.AttemptsList {
+		printAttempt(o, at)
+	}
+	printCallTexts(o, c)
+}
+
+// label is a field name, bold, padded to the field column.
+func (o *textOut) label(s string) string { return o.paint(o.bold, fmt.Sprintf("%-10s", s)) }
+
+// printCallHead prints the call line (its ids and session) and what the
+// call was: outcome, chain, route, client.
+func printCallHead(o *textOut, c *store.Call, sess *store.Session) {
+	w, label := o.w, o.label
 	fmt.Fprintf(w, "%s %s", label("call"), o.paint(o.id, strconv.FormatUint(uint64(c.ID), 10)))
 	if c.CallID != "" {
 		fmt.Fprintf(w, "  (engine id %s)", c.CallID)
@@ -345,6 +363,12 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 	if c.Client != "" {
 		fmt.Fprintf(w, "%s %s\n", label("client"), sanitize.Text(c.Client))
 	}
+}
+
+// printCallFacts prints when the call ran and how it ended: timing,
+// finish, error, retry time, cooldown and policy.
+func printCallFacts(o *textOut, c *store.Call) {
+	w, label := o.w, o.label
 	fmt.Fprintf(w, "%s %s", label("started"), c.Started.In(o.loc).Format("2006-01-02 15:04:05.000 MST"))
 	if !c.Ended.IsZero() {
 		fmt.Fprintf(w, "  latency %s (waits %s)", roundDur(c.Latency()), roundDur(c.Waited))
@@ -391,93 +415,104 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		fmt.Fprintf(w, "%s max-attempts %d, tries-per-target %d, failover-wait %s, max-wait %s, deadline %s\n", label("policy"),
 			p.MaxAttempts, p.TriesPerTarget, p.FailoverWait, p.MaxWait, p.Deadline)
 	}
-	if len(c.AttemptsList) > 0 {
-		fmt.Fprintf(w, "\n%s\n", o.paint(o.bold, "attempts"))
+}
+
+// printAttempt prints one attempt of a call, indented under it.
+func printAttempt(o *textOut, at retry.Attempt) {
+	w := o.w
+	status := "no response"
+	if at.Status != 0 {
+		status = strconv.Itoa(at.Status)
 	}
-	for _, at := range c.AttemptsList {
-		status := "no response"
-		if at.Status != 0 {
-			status = strconv.Itoa(at.Status)
+	fmt.Fprintf(w, "  %s %s  %s %s", o.paint(o.id, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(o.class(at.Class), string(at.Class)))
+	if at.Code != "" {
+		fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
+	}
+	if at.MidStream {
+		fmt.Fprint(w, " (mid-stream)")
+	}
+	fmt.Fprintf(w, "  %s", roundDur(at.Duration))
+	if at.TTFT > 0 {
+		fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
+	}
+	if at.Decision != "" {
+		fmt.Fprintf(w, "  -> %s", at.Decision)
+	}
+	fmt.Fprintln(w)
+	if !at.StartedAt.IsZero() {
+		fmt.Fprintf(w, "     at %s", at.StartedAt.In(o.loc).Format("15:04:05.000"))
+		if at.RequestID != "" {
+			fmt.Fprintf(w, "  request %s", sanitize.Text(at.RequestID))
 		}
-		fmt.Fprintf(w, "  %s %s  %s %s", o.paint(o.id, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(o.class(at.Class), string(at.Class)))
-		if at.Code != "" {
-			fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
-		}
-		if at.MidStream {
-			fmt.Fprint(w, " (mid-stream)")
-		}
-		fmt.Fprintf(w, "  %s", roundDur(at.Duration))
-		if at.TTFT > 0 {
-			fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
-		}
-		if at.Decision != "" {
-			fmt.Fprintf(w, "  -> %s", at.Decision)
+		if at.QuotaID != "" {
+			fmt.Fprintf(w, "  quota %s", sanitize.Text(at.QuotaID))
 		}
 		fmt.Fprintln(w)
-		if !at.StartedAt.IsZero() {
-			fmt.Fprintf(w, "     at %s", at.StartedAt.In(o.loc).Format("15:04:05.000"))
-			if at.RequestID != "" {
-				fmt.Fprintf(w, "  request %s", sanitize.Text(at.RequestID))
-			}
-			if at.QuotaID != "" {
-				fmt.Fprintf(w, "  quota %s", sanitize.Text(at.QuotaID))
-			}
-			fmt.Fprintln(w)
-		}
-		if at.Message != "" {
-			fmt.Fprintf(w, "     %s\n", o.paint(o.dim, at.Message))
-		}
-		if at.Paced > 0 {
-			fmt.Fprintf(w, "     paced %s before it\n", roundDur(at.Paced))
-		}
-		if at.RetryAfter != nil || at.Waited > 0 {
-			fmt.Fprint(w, "     ")
-			if at.RetryAfter != nil {
-				fmt.Fprintf(w, "server asked %s; ", roundDur(*at.RetryAfter))
-			}
-			fmt.Fprintf(w, "waited %s", roundDur(at.Waited))
-			if at.DelaySource != "" {
-				fmt.Fprintf(w, " (%s)", at.DelaySource)
-			}
-			if at.NoRetry {
-				fmt.Fprint(w, "; x-should-retry: false")
-			}
-			fmt.Fprintln(w)
-		} else if at.NoRetry {
-			fmt.Fprintln(w, "     x-should-retry: false")
-		}
-		if note := at.FailoverNote(); note != "" {
-			fmt.Fprintf(w, "     %s\n", note)
-		}
-		if l := at.Limits; !l.Empty() {
-			var parts []string
-			for _, win := range []struct {
-				name string
-				w    *stream.Window
-			}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens}} {
-				if win.w == nil {
-					continue
-				}
-				s := win.name + " "
-				if win.w.HasRemaining {
-					s += strconv.FormatInt(win.w.Remaining, 10)
-				} else {
-					s += "?"
-				}
-				if win.w.HasLimit {
-					s += "/" + strconv.FormatInt(win.w.Limit, 10)
-				}
-				if !win.w.Reset.IsZero() && !l.At.IsZero() {
-					s += " reset in " + roundDur(win.w.Reset.Sub(l.At)).String()
-				}
-				parts = append(parts, s)
-			}
-			fmt.Fprintf(w, "     limits: %s\n", strings.Join(parts, ", "))
-		}
-		if at.PartialText != "" {
-			fmt.Fprintf(w, "     partial text: %q\n", clip(at.PartialText, 200))
-		}
 	}
+	if at.Message != "" {
+		fmt.Fprintf(w, "     %s\n", o.paint(o.dim, at.Message))
+	}
+	if at.Paced > 0 {
+		fmt.Fprintf(w, "     paced %s before it\n", roundDur(at.Paced))
+	}
+	if at.RetryAfter != nil || at.Waited > 0 {
+		fmt.Fprint(w, "     ")
+		if at.RetryAfter != nil {
+			fmt.Fprintf(w, "server asked %s; ", roundDur(*at.RetryAfter))
+		}
+		fmt.Fprintf(w, "waited %s", roundDur(at.Waited))
+		if at.DelaySource != "" {
+			fmt.Fprintf(w, " (%s)", at.DelaySource)
+		}
+		if at.NoRetry {
+			fmt.Fprint(w, "; x-should-retry: false")
+		}
+		fmt.Fprintln(w)
+	} else if at.NoRetry {
+		fmt.Fprintln(w, "     x-should-retry: false")
+	}
+	if note := at.FailoverNote(); note != "" {
+		fmt.Fprintf(w, "     %s\n", note)
+	}
+	if l := at.Limits; !l.Empty() {
+		fmt.Fprintf(w, "     limits: %s\n", limitsLine(l))
+	}
+	if at.PartialText != "" {
+		fmt.Fprintf(w, "     partial text: %q\n", clip(at.PartialText, 200))
+	}
+}
+
+// limitsLine is a limits snapshot in one line: each window's
+// remaining/limit and reset.
+func limitsLine(l *stream.Limits) string {
+	var parts []string
+	for _, win := range []struct {
+		name string
+		w    *stream.Window
+	}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens}} {
+		if win.w == nil {
+			continue
+		}
+		s := win.name + " "
+		if win.w.HasRemaining {
+			s += strconv.FormatInt(win.w.Remaining, 10)
+		} else {
+			s += "?"
+		}
+		if win.w.HasLimit {
+			s += "/" + strconv.FormatInt(win.w.Limit, 10)
+		}
+		if !win.w.Reset.IsZero() && !l.At.IsZero() {
+			s += " reset in " + roundDur(win.w.Reset.Sub(l.At)).String()
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printCallTexts prints the call's prompt and answer, or says none is stored.
+func printCallTexts(o *textOut, c *store.Call) {
+	w := o.w
 	if c.Prompt != "" {
 		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(o.bold, "prompt"), sanitize.Text(c.Prompt))
 	}
