@@ -90,20 +90,12 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	hf.register(fs, true, 50)
 	hf.registerMode(fs)
 	fs.UintVar(&hf.before, "before", 0, "paging: only calls older than this id")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		return usageErr(a, "history list", fmt.Errorf("unexpected argument %q", pos[0]))
-	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history list", err)
-	}
-	path, err := hf.path(a)
-	if err != nil {
-		return histFail(a, err)
+	f, path, ok, code := hf.scope(a, "history list")
+	if !ok {
+		return code
 	}
 	f.Origin = true   // proxied calls show their route and client
 	f.Attempts = true // the classes in the order they happened
@@ -533,20 +525,12 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	fs := newReviewFlagSet("history stats")
 	hf.register(fs, true, 0)
 	hf.registerMode(fs)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		return usageErr(a, "history stats", fmt.Errorf("unexpected argument %q", pos[0]))
-	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history stats", err)
-	}
-	path, err := hf.path(a)
-	if err != nil {
-		return histFail(a, err)
+	f, path, ok, code := hf.scope(a, "history stats")
+	if !ok {
+		return code
 	}
 	rd := &store.Reader{Path: path}
 	// Real and simulated calls are never mixed in one row: each mode is its
@@ -699,12 +683,8 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 	format := fs.String("format", "jsonl", "jsonl (one call per line, with its attempts) or csv (one attempt per row)")
 	noText := fs.Bool("no-text", false, "leave out prompts, answers and partial text")
 	hf.registerMode(fs)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history export", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	if hf.asJSON {
 		*format = "jsonl"
@@ -712,24 +692,41 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 	if *format != "jsonl" && *format != "csv" {
 		return usageErr(a, "history export", fmt.Errorf("--format %q: want jsonl or csv", *format))
 	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history export", err)
+	f, path, ok, code := hf.scope(a, "history export")
+	if !ok {
+		return code
 	}
-	path, err := hf.path(a)
+	each, err := exportEach(ctx, &store.Reader{Path: path}, &f, hf.mode)
 	if err != nil {
 		return histFail(a, err)
 	}
-	rd := &store.Reader{Path: path}
+	if *format == "jsonl" {
+		err = exportJSONL(ctx, a.stdout, each, f, *noText)
+	} else {
+		err = exportCSV(ctx, a.stdout, each, f)
+	}
+	if err != nil {
+		return histFail(a, fmt.Errorf("export: %w", err))
+	}
+	return exitOK
+}
+
+// eachCall walks the calls a filter selects (store.Reader.EachReused).
+type eachCall = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error
+
+// exportEach walks the calls export writes, reusing one call value: those
+// of f (in mode, when given), and with f.Limit the newest f.Limit, oldest
+// first (f is changed to select them).
+func exportEach(ctx context.Context, rd *store.Reader, f *store.Filter, mode string) (eachCall, error) {
 	each := rd.EachReused // export writes each call out and keeps none
-	if hf.mode != "" {
+	if mode != "" {
 		modes, err := sessionModes(ctx, rd)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
 		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
 			return rd.EachReused(ctx, f, noText, func(c *store.Call) error {
-				if modeOf(modes, c.Session) != hf.mode {
+				if modeOf(modes, c.Session) != mode {
 					return nil
 				}
 				return fn(c)
@@ -740,11 +737,11 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		// --limit N takes the newest N, as list does, written oldest first.
 		modes, err := sessionModes(ctx, rd)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
-		newest, err := listByMode(ctx, rd, f, hf.mode, modes)
+		newest, err := listByMode(ctx, rd, *f, mode, modes)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
 		keep := make(map[uint32]bool, len(newest))
 		for _, c := range newest {
@@ -767,69 +764,73 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 			})
 		}
 	}
-	if *format == "jsonl" {
-		bw := bufio.NewWriterSize(a.stdout, 64<<10) // one write per 64 KiB, not per call
-		enc := json.NewEncoder(bw)
-		var j store.CallJSON // one for every call: encoding a value would box a copy per call
-		err = each(ctx, f, *noText, func(c *store.Call) error {
-			c.FillJSON(&j, !*noText)
-			return enc.Encode(&j)
-		})
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
-		}
-	} else {
-		cw := csv.NewWriter(a.stdout)
-		_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
-			"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
-			"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
-		// One chain and one row buffer for every call (the writer keeps
-		// neither): an export of a million attempts makes less garbage.
-		var chain, row []string
-		noAttempt := make([]string, 18)
-		err = each(ctx, f, true, func(c *store.Call) error {
-			chain = chain[:0]
-			for _, t := range c.Chain {
-				chain = append(chain, t.String())
-			}
-			served := ""
-			if c.ServedBy != nil {
-				served = c.ServedBy.String()
-			}
-			row = append(row[:0], strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
-				c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served)
-			head := len(row)
-			if len(c.AttemptsList) == 0 {
-				return cw.Write(append(row, noAttempt...))
-			}
-			for i := range c.AttemptsList {
-				j := store.AttemptToJSON(&c.AttemptsList[i])
-				ra, src := "", ""
-				if j.RetryAfterMs != nil {
-					ra = strconv.FormatFloat(*j.RetryAfterMs, 'f', -1, 64)
-				}
-				if j.DelaySource != nil {
-					src = string(*j.DelaySource)
-				}
-				num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-				row = append(row[:head], strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
-					string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
-					strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
-				if err := cw.Write(row); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		cw.Flush()
-		if err == nil {
-			err = cw.Error()
-		}
+	return each, nil
+}
+
+// exportJSONL writes one JSON call a line, with its attempts.
+func exportJSONL(ctx context.Context, w io.Writer, each eachCall, f store.Filter, noText bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10) // one write per 64 KiB, not per call
+	enc := json.NewEncoder(bw)
+	var j store.CallJSON // one for every call: encoding a value would box a copy per call
+	err := each(ctx, f, noText, func(c *store.Call) error {
+		c.FillJSON(&j, !noText)
+		return enc.Encode(&j)
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
 	}
-	if err != nil {
-		return histFail(a, fmt.Errorf("export: %w", err))
+	return err
+}
+
+// exportCSV writes one attempt a row (a call without any, one row).
+func exportCSV(ctx context.Context, w io.Writer, each eachCall, f store.Filter) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
+		"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
+		"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
+	// One chain and one row buffer for every call (the writer keeps
+	// neither): an export of a million attempts makes less garbage.
+	var chain, row []string
+	noAttempt := make([]string, 18)
+	err := each(ctx, f, true, func(c *store.Call) error {
+		chain = chain[:0]
+		for _, t := range c.Chain {
+			chain = append(chain, t.String())
+		}
+		served := ""
+		if c.ServedBy != nil {
+			served = c.ServedBy.String()
+		}
+		row = append(row[:0], strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
+			c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served)
+		head := len(row)
+		if len(c.AttemptsList) == 0 {
+			return cw.Write(append(row, noAttempt...))
+		}
+		for i := range c.AttemptsList {
+			j := store.AttemptToJSON(&c.AttemptsList[i])
+			ra, src := "", ""
+			if j.RetryAfterMs != nil {
+				ra = strconv.FormatFloat(*j.RetryAfterMs, 'f', -1, 64)
+			}
+			if j.DelaySource != nil {
+				src = string(*j.DelaySource)
+			}
+			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+			row = append(row[:head], strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
+				string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
+				strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
 	}
-	return exitOK
+	return err
 }
 
 // csvText keeps a provider-written cell from being read as a formula by a
@@ -847,12 +848,8 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 	hf.register(fs, false, 0)
 	keepS := fs.String("keep", "90d", "keep calls younger than this (e.g. 30d, 12h); 0 keeps everything")
 	compact := fs.Bool("compact", false, "then rewrite the file without its free pages, giving space back to the disk")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history prune", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	keep, err := calls.ParseAge(*keepS)
 	if err != nil {
@@ -904,12 +901,8 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
 	fs := newReviewFlagSet("history repair")
 	hf.register(fs, false, 0)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history repair", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	path, err := hf.path(a)
 	if err != nil {

@@ -31,12 +31,8 @@ func historyReport(ctx context.Context, a *app, args []string) int {
 	session := fs.Uint("session", 0, "the session to report (limitscope history sessions lists them); default: the newest, unless --since or --until is given")
 	until := fs.String("until", "", "only calls started before an age (30m) or a date (2026-11-01)")
 	out := fs.String("out", "", "write the report to this file (default: standard output)")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history report", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	f, err := hf.filter(a.now())
 	if err != nil {

@@ -44,12 +44,8 @@ func historyScenario(ctx context.Context, a *app, args []string) int {
 	fs.StringVar(&o.name, "name", "learnt", "the scenario's `name` (sim --scenario NAME)")
 	fs.BoolVar(&o.force, "force", false, "replace an existing --out file")
 	fs.BoolVar(&o.trace, "trace", false, "trace mode: each provider replays its recorded outcomes in order (at most 100,000 each), then the statistical rules")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history scenario", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	if o.name == "" || strings.ContainsAny(o.name, "\n\r") {
 		return usageErr(a, "history scenario", errors.New("--name must be one non-empty line"))
