@@ -123,6 +123,18 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 		return exitOK
 	}
+	listTable(o, calls, modes)
+	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
+		// Plain: stderr may be redirected while stdout is a terminal.
+		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
+	}
+	return exitOK
+}
+
+// listTable prints the listed calls as a table, with route and client
+// columns when a call came through the proxy and, on a terminal, a mode
+// column when one was simulated.
+func listTable(o *textOut, calls []store.Call, modes map[uint32]string) {
 	header := []string{"ID", "STARTED", "TARGET", "SERVED BY", "OUTCOME", "TRIES", "WAITED", "LATENCY", "CLASSES"}
 	if !o.tty {
 		header[6], header[7] = "WAITED_MS", "LATENCY_MS"
@@ -182,11 +194,6 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		fit = append(fit, colFit{drop: 3})
 	}
 	o.fitTable(header, rows, fit)
-	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
-		// Plain: stderr may be redirected while stdout is a terminal.
-		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
-	}
-	return exitOK
 }
 
 // classesInOrder is a call's attempts' classes in the order they happened,
@@ -540,11 +547,6 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if hf.mode != "" {
 		modes = []string{hf.mode}
 	}
-	type modeStats struct {
-		Mode      string                `json:"mode"`
-		Providers []store.ProviderStats `json:"providers"`
-		Total     store.ProviderStats   `json:"total"`
-	}
 	var byMode []modeStats
 	for _, m := range modes {
 		mf := f
@@ -560,29 +562,48 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		byMode = append(byMode, ms)
 	}
 	if hf.asJSON {
-		// providers and total keep their meaning (every call the filter
-		// selects); modes splits them, real and simulated.
-		all, err := rd.Stats(ctx, f)
-		if err != nil {
-			return histFail(a, err)
-		}
-		doc := struct {
-			DB             string                `json:"db"`
-			Providers      []store.ProviderStats `json:"providers"`
-			Total          store.ProviderStats   `json:"total"`
-			SimulatedCalls int                   `json:"simulated_calls"`
-			Modes          []modeStats           `json:"modes"`
-		}{DB: path, Providers: all[:len(all)-1], Total: all[len(all)-1], Modes: byMode}
-		if doc.Providers == nil {
-			doc.Providers = []store.ProviderStats{}
-		}
-		for _, ms := range byMode {
-			if ms.Mode == store.ModeSimulated {
-				doc.SimulatedCalls = ms.Total.Calls
-			}
-		}
-		return writeJSON(a, doc)
+		return statsJSON(ctx, a, rd, f, byMode)
 	}
+	statsTable(a, byMode, hf.mode, path)
+	return exitOK
+}
+
+// modeStats is history stats' figures for the calls of one mode.
+type modeStats struct {
+	Mode      string                `json:"mode"`
+	Providers []store.ProviderStats `json:"providers"`
+	Total     store.ProviderStats   `json:"total"`
+}
+
+// statsJSON writes the stats as one JSON document.
+func statsJSON(ctx context.Context, a *app, rd *store.Reader, f store.Filter, byMode []modeStats) int {
+	// providers and total keep their meaning (every call the filter
+	// selects); modes splits them, real and simulated.
+	all, err := rd.Stats(ctx, f)
+	if err != nil {
+		return histFail(a, err)
+	}
+	doc := struct {
+		DB             string                `json:"db"`
+		Providers      []store.ProviderStats `json:"providers"`
+		Total          store.ProviderStats   `json:"total"`
+		SimulatedCalls int                   `json:"simulated_calls"`
+		Modes          []modeStats           `json:"modes"`
+	}{DB: rd.Path, Providers: all[:len(all)-1], Total: all[len(all)-1], Modes: byMode}
+	if doc.Providers == nil {
+		doc.Providers = []store.ProviderStats{}
+	}
+	for _, ms := range byMode {
+		if ms.Mode == store.ModeSimulated {
+			doc.SimulatedCalls = ms.Total.Calls
+		}
+	}
+	return writeJSON(a, doc)
+}
+
+// statsTable prints the stats as a table, one row per mode and provider
+// (a mode with no calls left out unless mode asks for it).
+func statsTable(a *app, byMode []modeStats, mode, path string) {
 	o := newTextOut(a)
 	pct := func(v float64) string {
 		if o.tty {
@@ -599,7 +620,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	var rows [][]cell
 	total := 0
 	for _, ms := range byMode {
-		if ms.Total.Calls == 0 && hf.mode == "" {
+		if ms.Total.Calls == 0 && mode == "" {
 			continue // a mode with no calls is left out unless asked for
 		}
 		total += ms.Total.Calls
@@ -629,7 +650,6 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
-	return exitOK
 }
 
 // reviewMemoryLimit is the Go runtime's soft memory limit while history
