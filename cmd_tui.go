@@ -44,6 +44,69 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	return runConsole(ctx, a, args, tui.Run)
 }
 
+// validate checks the console's flags together.
+func (o *consoleOpts) validate() error {
+	if err := o.targets.Validate(); err != nil {
+		return err
+	}
+	if err := o.calls.Validate(); err != nil {
+		return err
+	}
+	if o.proxyConfig != "" && o.proxy == "" {
+		return errors.New("--proxy-config needs --proxy ADDR")
+	}
+	return nil
+}
+
+// uiOptions is what the screen is given: the chain (--model's, or the
+// default), the targets, and the calls' engine, history and providers.
+func (o *consoleOpts) uiOptions(a *app, cs *calls.Calls) (tui.Options, error) {
+	targets := cs.Providers.ConsoleTargets()
+	var chain []stream.Target
+	if o.targets.Model != "" {
+		var err error
+		if chain, err = o.targets.Chain(); err != nil {
+			return tui.Options{}, err
+		}
+		if err := cs.Providers.Check(chain); err != nil {
+			return tui.Options{}, err
+		}
+		targets = calls.MergeTargets(chain, targets)
+	} else {
+		chain = calls.DefaultChain(targets)
+	}
+
+	opts := tui.Options{
+		Runner:    cs,
+		Chain:     chain,
+		Targets:   targets,
+		Policy:    o.calls.Policy,
+		MaxTokens: o.targets.MaxTokens,
+		Simulated: cs.Providers.Simulated,
+		Scenario:  cs.Providers.Scenario,
+		Faults:    cs.Providers.Faults(),
+		Armed:     cs.Providers.ArmedFaults(cs.History.Cooldowns()),
+		History:   cs.History.ConsoleHistory(),
+		Version:   version,
+		Now:       a.now,
+		NoColor:   a.getenv("NO_COLOR") != "",
+		Mouse:     o.mouse,
+		Curl:      cs.Providers.Curl(o.targets.MaxTokens),
+		// What the engine knows of a target (its cooldown, the pacer's
+		// hold) and clearing a stop: through the engine's own API.
+		TargetState: cs.Engine.TargetState,
+		Fleet:       cs.FleetFeed(), // nil without --state
+		ClearCooldown: func(_ context.Context, scope string) error {
+			return cs.History.Cooldowns().Clear(scope)
+		},
+	}
+	if cds, err := cs.History.Cooldowns().List(); err == nil {
+		opts.Cooldowns = cds
+	}
+	opts.Probe, opts.ProbePlan = consoleProbe(a, cs) // the p key
+	return opts, nil
+}
+
 // consoleUI runs the console's screen; tui.Run, or a test's stand-in.
 type consoleUI func(ctx context.Context, opts tui.Options) error
 
@@ -65,14 +128,8 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see limitscope -h)")
 		return exitUsage
 	}
-	if err := o.targets.Validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return fail(err)
-	}
-	if err := o.calls.Validate(); err != nil {
-		return fail(err)
-	}
-	if o.proxyConfig != "" && o.proxy == "" {
-		return fail(errors.New("--proxy-config needs --proxy ADDR"))
 	}
 
 	// History warnings would tear the full-screen view: collect them and
@@ -111,48 +168,10 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	}
 	defer cs.Close(ctx, calls.DefaultCloseAllowance)
 
-	targets := cs.Providers.ConsoleTargets()
-	var chain []stream.Target
-	if o.targets.Model != "" {
-		if chain, err = o.targets.Chain(); err != nil {
-			return fail(err)
-		}
-		if err := cs.Providers.Check(chain); err != nil {
-			return fail(err)
-		}
-		targets = calls.MergeTargets(chain, targets)
-	} else {
-		chain = calls.DefaultChain(targets)
+	opts, err := o.uiOptions(a, cs)
+	if err != nil {
+		return fail(err)
 	}
-
-	opts := tui.Options{
-		Runner:    cs,
-		Chain:     chain,
-		Targets:   targets,
-		Policy:    o.calls.Policy,
-		MaxTokens: o.targets.MaxTokens,
-		Simulated: cs.Providers.Simulated,
-		Scenario:  cs.Providers.Scenario,
-		Faults:    cs.Providers.Faults(),
-		Armed:     cs.Providers.ArmedFaults(cs.History.Cooldowns()),
-		History:   cs.History.ConsoleHistory(),
-		Version:   version,
-		Now:       a.now,
-		NoColor:   a.getenv("NO_COLOR") != "",
-		Mouse:     o.mouse,
-		Curl:      cs.Providers.Curl(o.targets.MaxTokens),
-		// What the engine knows of a target (its cooldown, the pacer's
-		// hold) and clearing a stop: through the engine's own API.
-		TargetState: cs.Engine.TargetState,
-		Fleet:       cs.FleetFeed(), // nil without --state
-		ClearCooldown: func(_ context.Context, scope string) error {
-			return cs.History.Cooldowns().Clear(scope)
-		},
-	}
-	if cds, err := cs.History.Cooldowns().List(); err == nil {
-		opts.Cooldowns = cds
-	}
-	opts.Probe, opts.ProbePlan = consoleProbe(a, cs) // issue 17: the p key
 	if px != nil {
 		for _, p := range cs.AliasProblems(pxCfg) {
 			fmt.Fprintf(&warnings, "limitscope: proxy: warning: %s\n", p)
