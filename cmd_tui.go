@@ -107,6 +107,50 @@ func (o *consoleOpts) uiOptions(a *app, cs *calls.Calls) (tui.Options, error) {
 	return opts, nil
 }
 
+// consoleProxy is the proxy the console serves with --proxy.
+type consoleProxy struct {
+	srv   *calls.ProxyServer
+	cfg   *proxy.Config
+	token string
+}
+
+// listenProxy loads the proxy's config and token and takes its address;
+// nil without --proxy.
+func (o *consoleOpts) listenProxy(ctx context.Context, a *app, fs *flag.FlagSet) (*consoleProxy, error) {
+	if o.proxy == "" {
+		return nil, nil
+	}
+	px := &consoleProxy{}
+	var err error
+	if px.cfg, err = calls.LoadProxyConfig(o.proxyConfig, o.calls, fs); err != nil {
+		return nil, err
+	}
+	if px.token, _, err = calls.ProxyToken(a.getenv); err != nil {
+		return nil, err
+	}
+	if px.srv, err = calls.ListenProxy(ctx, a.env(), o.proxy); err != nil {
+		return nil, err
+	}
+	return px, nil
+}
+
+// serve serves proxied calls on cs, the same calls as typed ones (one
+// Doer, clock, pacer, cooldowns and history recorder), into the screen's
+// inbox; the config's alias problems go to warnings.
+func (px *consoleProxy) serve(ctx context.Context, cs *calls.Calls, opts *tui.Options, warnings io.Writer) error {
+	for _, p := range cs.AliasProblems(px.cfg) {
+		fmt.Fprintf(warnings, "limitscope: proxy: warning: %s\n", p)
+	}
+	inbox := tui.NewInbox()
+	h, err := cs.ProxyHandler(px.token, px.cfg, inbox.Event, nil)
+	if err != nil {
+		return err
+	}
+	opts.Inbox, opts.ProxyAddr = inbox, px.srv.Addr()
+	px.srv.Serve(ctx, h, 2*time.Second)
+	return nil
+}
+
 // consoleUI runs the console's screen; tui.Run, or a test's stand-in.
 type consoleUI func(ctx context.Context, opts tui.Options) error
 
@@ -141,24 +185,13 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 
 	// The proxy fails fast, before the screen takes the terminal: a bad
 	// config, no token, or an address in use is exit 2 with a sentence.
-	var (
-		px     *calls.ProxyServer
-		pxCfg  *proxy.Config
-		pxTok  string
-		pxFail = func(err error) int { return fail(fmt.Errorf("--proxy: %w", err)) }
-	)
-	if o.proxy != "" {
-		var err error
-		if pxCfg, err = calls.LoadProxyConfig(o.proxyConfig, o.calls, fs); err != nil {
-			return pxFail(err)
-		}
-		if pxTok, _, err = calls.ProxyToken(a.getenv); err != nil {
-			return pxFail(err)
-		}
-		if px, err = calls.ListenProxy(ctx, a.env(), o.proxy); err != nil {
-			return pxFail(err)
-		}
-		defer px.Stop()
+	pxFail := func(err error) int { return fail(fmt.Errorf("--proxy: %w", err)) }
+	px, err := o.listenProxy(ctx, a, fs)
+	if err != nil {
+		return pxFail(err)
+	}
+	if px != nil {
+		defer px.srv.Stop()
 	}
 
 	simulated := calls.SimRequested(a.getenv, o.calls.Sim.Sim) || !calls.AnyKey(a.getenv)
@@ -173,23 +206,14 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 		return fail(err)
 	}
 	if px != nil {
-		for _, p := range cs.AliasProblems(pxCfg) {
-			fmt.Fprintf(&warnings, "limitscope: proxy: warning: %s\n", p)
-		}
-		// The same calls as typed ones: one Doer, clock, pacer,
-		// cooldowns and history recorder.
-		inbox := tui.NewInbox()
-		h, err := cs.ProxyHandler(pxTok, pxCfg, inbox.Event, nil)
-		if err != nil {
+		if err := px.serve(ctx, cs, &opts, &warnings); err != nil {
 			return pxFail(err)
 		}
-		opts.Inbox, opts.ProxyAddr = inbox, px.Addr()
-		px.Serve(ctx, h, 2*time.Second)
 	}
 	err = ui(ctx, opts)
 	if px != nil {
 		// Stop taking proxied calls before the history closes (deferred).
-		if serr := px.Stop(); serr != nil {
+		if serr := px.srv.Stop(); serr != nil {
 			fmt.Fprintf(&warnings, "limitscope: proxy: %v\n", serr)
 		}
 	}
