@@ -53,7 +53,7 @@ func TestFunctionLengths(t *testing.T) {
 		}
 	}
 	if len(tooLong) > 0 {
-		t.Errorf("%d functions over %d lines (the limit is none); split them:\n%s",
+		t.Errorf("%d functions over %d lines (none may be); split them:\n%s",
 			len(tooLong), maxFuncLines, listFuncs(tooLong))
 	}
 	if len(long) > maxLongFuncs {
