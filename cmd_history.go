@@ -90,20 +90,12 @@ func historyList(ctx context.Context, a *app, args []string) int {
 	hf.register(fs, true, 50)
 	hf.registerMode(fs)
 	fs.UintVar(&hf.before, "before", 0, "paging: only calls older than this id")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		return usageErr(a, "history list", fmt.Errorf("unexpected argument %q", pos[0]))
-	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history list", err)
-	}
-	path, err := hf.path(a)
-	if err != nil {
-		return histFail(a, err)
+	f, path, ok, code := hf.scope(a, "history list")
+	if !ok {
+		return code
 	}
 	f.Origin = true   // proxied calls show their route and client
 	f.Attempts = true // the classes in the order they happened
@@ -131,6 +123,18 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 		return exitOK
 	}
+	listTable(o, calls, modes)
+	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
+		// Plain: stderr may be redirected while stdout is a terminal.
+		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
+	}
+	return exitOK
+}
+
+// listTable prints the listed calls as a table, with route and client
+// columns when a call came through the proxy and, on a terminal, a mode
+// column when one was simulated.
+func listTable(o *textOut, calls []store.Call, modes map[uint32]string) {
 	header := []string{"ID", "STARTED", "TARGET", "SERVED BY", "OUTCOME", "TRIES", "WAITED", "LATENCY", "CLASSES"}
 	if !o.tty {
 		header[6], header[7] = "WAITED_MS", "LATENCY_MS"
@@ -190,11 +194,6 @@ func historyList(ctx context.Context, a *app, args []string) int {
 		fit = append(fit, colFit{drop: 3})
 	}
 	o.fitTable(header, rows, fit)
-	if o.tty && f.Limit > 0 && len(calls) == f.Limit {
-		// Plain: stderr may be redirected while stdout is a terminal.
-		fmt.Fprintf(a.stderr, "more: limitscope history list --before %d\n", calls[len(calls)-1].ID)
-	}
-	return exitOK
 }
 
 // classesInOrder is a call's attempts' classes in the order they happened,
@@ -307,9 +306,27 @@ func historyShow(ctx context.Context, a *app, args []string) int {
 	return exitOK
 }
 
+// printCall prints call c (of session sess, nil when unknown) for a person:
+// its facts, each attempt, its prompt and answer.
 func printCall(o *textOut, c *store.Call, sess *store.Session) {
-	w := o.w
-	label := func(s string) string { return o.paint(o.bold, fmt.Sprintf("%-10s", s)) }
+	printCallHead(o, c, sess)
+	printCallFacts(o, c)
+	if len(c.AttemptsList) > 0 {
+		fmt.Fprintf(o.w, "\n%s\n", o.paint(o.bold, "attempts"))
+	}
+	for _, at := range c.AttemptsList {
+		printAttempt(o, at)
+	}
+	printCallTexts(o, c)
+}
+
+// label is a field name, bold, padded to the field column.
+func (o *textOut) label(s string) string { return o.paint(o.bold, fmt.Sprintf("%-10s", s)) }
+
+// printCallHead prints the call line (its ids and session) and what the
+// call was: outcome, chain, route, client.
+func printCallHead(o *textOut, c *store.Call, sess *store.Session) {
+	w, label := o.w, o.label
 	fmt.Fprintf(w, "%s %s", label("call"), o.paint(o.id, strconv.FormatUint(uint64(c.ID), 10)))
 	if c.CallID != "" {
 		fmt.Fprintf(w, "  (engine id %s)", c.CallID)
@@ -345,6 +362,12 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 	if c.Client != "" {
 		fmt.Fprintf(w, "%s %s\n", label("client"), sanitize.Text(c.Client))
 	}
+}
+
+// printCallFacts prints when the call ran and how it ended: timing,
+// finish, error, retry time, cooldown and policy.
+func printCallFacts(o *textOut, c *store.Call) {
+	w, label := o.w, o.label
 	fmt.Fprintf(w, "%s %s", label("started"), c.Started.In(o.loc).Format("2006-01-02 15:04:05.000 MST"))
 	if !c.Ended.IsZero() {
 		fmt.Fprintf(w, "  latency %s (waits %s)", roundDur(c.Latency()), roundDur(c.Waited))
@@ -391,93 +414,104 @@ func printCall(o *textOut, c *store.Call, sess *store.Session) {
 		fmt.Fprintf(w, "%s max-attempts %d, tries-per-target %d, failover-wait %s, max-wait %s, deadline %s\n", label("policy"),
 			p.MaxAttempts, p.TriesPerTarget, p.FailoverWait, p.MaxWait, p.Deadline)
 	}
-	if len(c.AttemptsList) > 0 {
-		fmt.Fprintf(w, "\n%s\n", o.paint(o.bold, "attempts"))
+}
+
+// printAttempt prints one attempt of a call, indented under it.
+func printAttempt(o *textOut, at retry.Attempt) {
+	w := o.w
+	status := "no response"
+	if at.Status != 0 {
+		status = strconv.Itoa(at.Status)
 	}
-	for _, at := range c.AttemptsList {
-		status := "no response"
-		if at.Status != 0 {
-			status = strconv.Itoa(at.Status)
+	fmt.Fprintf(w, "  %s %s  %s %s", o.paint(o.id, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(o.class(at.Class), string(at.Class)))
+	if at.Code != "" {
+		fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
+	}
+	if at.MidStream {
+		fmt.Fprint(w, " (mid-stream)")
+	}
+	fmt.Fprintf(w, "  %s", roundDur(at.Duration))
+	if at.TTFT > 0 {
+		fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
+	}
+	if at.Decision != "" {
+		fmt.Fprintf(w, "  -> %s", at.Decision)
+	}
+	fmt.Fprintln(w)
+	if !at.StartedAt.IsZero() {
+		fmt.Fprintf(w, "     at %s", at.StartedAt.In(o.loc).Format("15:04:05.000"))
+		if at.RequestID != "" {
+			fmt.Fprintf(w, "  request %s", sanitize.Text(at.RequestID))
 		}
-		fmt.Fprintf(w, "  %s %s  %s %s", o.paint(o.id, "#"+strconv.Itoa(at.N)), at.Target, status, o.paint(o.class(at.Class), string(at.Class)))
-		if at.Code != "" {
-			fmt.Fprintf(w, " %s", sanitize.Text(at.Code))
-		}
-		if at.MidStream {
-			fmt.Fprint(w, " (mid-stream)")
-		}
-		fmt.Fprintf(w, "  %s", roundDur(at.Duration))
-		if at.TTFT > 0 {
-			fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
-		}
-		if at.Decision != "" {
-			fmt.Fprintf(w, "  -> %s", at.Decision)
+		if at.QuotaID != "" {
+			fmt.Fprintf(w, "  quota %s", sanitize.Text(at.QuotaID))
 		}
 		fmt.Fprintln(w)
-		if !at.StartedAt.IsZero() {
-			fmt.Fprintf(w, "     at %s", at.StartedAt.In(o.loc).Format("15:04:05.000"))
-			if at.RequestID != "" {
-				fmt.Fprintf(w, "  request %s", sanitize.Text(at.RequestID))
-			}
-			if at.QuotaID != "" {
-				fmt.Fprintf(w, "  quota %s", sanitize.Text(at.QuotaID))
-			}
-			fmt.Fprintln(w)
-		}
-		if at.Message != "" {
-			fmt.Fprintf(w, "     %s\n", o.paint(o.dim, at.Message))
-		}
-		if at.Paced > 0 {
-			fmt.Fprintf(w, "     paced %s before it\n", roundDur(at.Paced))
-		}
-		if at.RetryAfter != nil || at.Waited > 0 {
-			fmt.Fprint(w, "     ")
-			if at.RetryAfter != nil {
-				fmt.Fprintf(w, "server asked %s; ", roundDur(*at.RetryAfter))
-			}
-			fmt.Fprintf(w, "waited %s", roundDur(at.Waited))
-			if at.DelaySource != "" {
-				fmt.Fprintf(w, " (%s)", at.DelaySource)
-			}
-			if at.NoRetry {
-				fmt.Fprint(w, "; x-should-retry: false")
-			}
-			fmt.Fprintln(w)
-		} else if at.NoRetry {
-			fmt.Fprintln(w, "     x-should-retry: false")
-		}
-		if note := at.FailoverNote(); note != "" {
-			fmt.Fprintf(w, "     %s\n", note)
-		}
-		if l := at.Limits; !l.Empty() {
-			var parts []string
-			for _, win := range []struct {
-				name string
-				w    *stream.Window
-			}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens}} {
-				if win.w == nil {
-					continue
-				}
-				s := win.name + " "
-				if win.w.HasRemaining {
-					s += strconv.FormatInt(win.w.Remaining, 10)
-				} else {
-					s += "?"
-				}
-				if win.w.HasLimit {
-					s += "/" + strconv.FormatInt(win.w.Limit, 10)
-				}
-				if !win.w.Reset.IsZero() && !l.At.IsZero() {
-					s += " reset in " + roundDur(win.w.Reset.Sub(l.At)).String()
-				}
-				parts = append(parts, s)
-			}
-			fmt.Fprintf(w, "     limits: %s\n", strings.Join(parts, ", "))
-		}
-		if at.PartialText != "" {
-			fmt.Fprintf(w, "     partial text: %q\n", clip(at.PartialText, 200))
-		}
 	}
+	if at.Message != "" {
+		fmt.Fprintf(w, "     %s\n", o.paint(o.dim, at.Message))
+	}
+	if at.Paced > 0 {
+		fmt.Fprintf(w, "     paced %s before it\n", roundDur(at.Paced))
+	}
+	if at.RetryAfter != nil || at.Waited > 0 {
+		fmt.Fprint(w, "     ")
+		if at.RetryAfter != nil {
+			fmt.Fprintf(w, "server asked %s; ", roundDur(*at.RetryAfter))
+		}
+		fmt.Fprintf(w, "waited %s", roundDur(at.Waited))
+		if at.DelaySource != "" {
+			fmt.Fprintf(w, " (%s)", at.DelaySource)
+		}
+		if at.NoRetry {
+			fmt.Fprint(w, "; x-should-retry: false")
+		}
+		fmt.Fprintln(w)
+	} else if at.NoRetry {
+		fmt.Fprintln(w, "     x-should-retry: false")
+	}
+	if note := at.FailoverNote(); note != "" {
+		fmt.Fprintf(w, "     %s\n", note)
+	}
+	if l := at.Limits; !l.Empty() {
+		fmt.Fprintf(w, "     limits: %s\n", limitsLine(l))
+	}
+	if at.PartialText != "" {
+		fmt.Fprintf(w, "     partial text: %q\n", clip(at.PartialText, 200))
+	}
+}
+
+// limitsLine is a limits snapshot in one line: each window's
+// remaining/limit and reset.
+func limitsLine(l *stream.Limits) string {
+	var parts []string
+	for _, win := range []struct {
+		name string
+		w    *stream.Window
+	}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens}} {
+		if win.w == nil {
+			continue
+		}
+		s := win.name + " "
+		if win.w.HasRemaining {
+			s += strconv.FormatInt(win.w.Remaining, 10)
+		} else {
+			s += "?"
+		}
+		if win.w.HasLimit {
+			s += "/" + strconv.FormatInt(win.w.Limit, 10)
+		}
+		if !win.w.Reset.IsZero() && !l.At.IsZero() {
+			s += " reset in " + roundDur(win.w.Reset.Sub(l.At)).String()
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printCallTexts prints the call's prompt and answer, or says none is stored.
+func printCallTexts(o *textOut, c *store.Call) {
+	w := o.w
 	if c.Prompt != "" {
 		fmt.Fprintf(w, "\n%s\n%s\n", o.paint(o.bold, "prompt"), sanitize.Text(c.Prompt))
 	}
@@ -498,20 +532,12 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	fs := newReviewFlagSet("history stats")
 	hf.register(fs, true, 0)
 	hf.registerMode(fs)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		return usageErr(a, "history stats", fmt.Errorf("unexpected argument %q", pos[0]))
-	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history stats", err)
-	}
-	path, err := hf.path(a)
-	if err != nil {
-		return histFail(a, err)
+	f, path, ok, code := hf.scope(a, "history stats")
+	if !ok {
+		return code
 	}
 	rd := &store.Reader{Path: path}
 	// Real and simulated calls are never mixed in one row: each mode is its
@@ -520,11 +546,6 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	modes := []string{store.ModeReal, store.ModeSimulated}
 	if hf.mode != "" {
 		modes = []string{hf.mode}
-	}
-	type modeStats struct {
-		Mode      string                `json:"mode"`
-		Providers []store.ProviderStats `json:"providers"`
-		Total     store.ProviderStats   `json:"total"`
 	}
 	var byMode []modeStats
 	for _, m := range modes {
@@ -541,29 +562,48 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 		byMode = append(byMode, ms)
 	}
 	if hf.asJSON {
-		// providers and total keep their meaning (every call the filter
-		// selects); modes splits them, real and simulated.
-		all, err := rd.Stats(ctx, f)
-		if err != nil {
-			return histFail(a, err)
-		}
-		doc := struct {
-			DB             string                `json:"db"`
-			Providers      []store.ProviderStats `json:"providers"`
-			Total          store.ProviderStats   `json:"total"`
-			SimulatedCalls int                   `json:"simulated_calls"`
-			Modes          []modeStats           `json:"modes"`
-		}{DB: path, Providers: all[:len(all)-1], Total: all[len(all)-1], Modes: byMode}
-		if doc.Providers == nil {
-			doc.Providers = []store.ProviderStats{}
-		}
-		for _, ms := range byMode {
-			if ms.Mode == store.ModeSimulated {
-				doc.SimulatedCalls = ms.Total.Calls
-			}
-		}
-		return writeJSON(a, doc)
+		return statsJSON(ctx, a, rd, f, byMode)
 	}
+	statsTable(a, byMode, hf.mode, path)
+	return exitOK
+}
+
+// modeStats is history stats' figures for the calls of one mode.
+type modeStats struct {
+	Mode      string                `json:"mode"`
+	Providers []store.ProviderStats `json:"providers"`
+	Total     store.ProviderStats   `json:"total"`
+}
+
+// statsJSON writes the stats as one JSON document.
+func statsJSON(ctx context.Context, a *app, rd *store.Reader, f store.Filter, byMode []modeStats) int {
+	// providers and total keep their meaning (every call the filter
+	// selects); modes splits them, real and simulated.
+	all, err := rd.Stats(ctx, f)
+	if err != nil {
+		return histFail(a, err)
+	}
+	doc := struct {
+		DB             string                `json:"db"`
+		Providers      []store.ProviderStats `json:"providers"`
+		Total          store.ProviderStats   `json:"total"`
+		SimulatedCalls int                   `json:"simulated_calls"`
+		Modes          []modeStats           `json:"modes"`
+	}{DB: rd.Path, Providers: all[:len(all)-1], Total: all[len(all)-1], Modes: byMode}
+	if doc.Providers == nil {
+		doc.Providers = []store.ProviderStats{}
+	}
+	for _, ms := range byMode {
+		if ms.Mode == store.ModeSimulated {
+			doc.SimulatedCalls = ms.Total.Calls
+		}
+	}
+	return writeJSON(a, doc)
+}
+
+// statsTable prints the stats as a table, one row per mode and provider
+// (a mode with no calls left out unless mode asks for it).
+func statsTable(a *app, byMode []modeStats, mode, path string) {
 	o := newTextOut(a)
 	pct := func(v float64) string {
 		if o.tty {
@@ -581,7 +621,7 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	var rows [][]cell
 	total := 0
 	for _, ms := range byMode {
-		if ms.Total.Calls == 0 && hf.mode == "" {
+		if ms.Total.Calls == 0 && mode == "" {
 			continue // a mode with no calls is left out unless asked for
 		}
 		total += ms.Total.Calls
@@ -612,7 +652,6 @@ func historyStats(ctx context.Context, a *app, args []string) int {
 	if o.tty && total == 0 {
 		fmt.Fprintf(a.stderr, "no calls in %s match\n", path)
 	}
-	return exitOK
 }
 
 // reviewMemoryLimit is the Go runtime's soft memory limit while history
@@ -666,12 +705,8 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 	format := fs.String("format", "jsonl", "jsonl (one call per line, with its attempts) or csv (one attempt per row)")
 	noText := fs.Bool("no-text", false, "leave out prompts, answers and partial text")
 	hf.registerMode(fs)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history export", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	if hf.asJSON {
 		*format = "jsonl"
@@ -679,24 +714,41 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 	if *format != "jsonl" && *format != "csv" {
 		return usageErr(a, "history export", fmt.Errorf("--format %q: want jsonl or csv", *format))
 	}
-	f, err := hf.filter(a.now())
-	if err != nil {
-		return usageErr(a, "history export", err)
+	f, path, ok, code := hf.scope(a, "history export")
+	if !ok {
+		return code
 	}
-	path, err := hf.path(a)
+	each, err := exportEach(ctx, &store.Reader{Path: path}, &f, hf.mode)
 	if err != nil {
 		return histFail(a, err)
 	}
-	rd := &store.Reader{Path: path}
+	if *format == "jsonl" {
+		err = exportJSONL(ctx, a.stdout, each, f, *noText)
+	} else {
+		err = exportCSV(ctx, a.stdout, each, f)
+	}
+	if err != nil {
+		return histFail(a, fmt.Errorf("export: %w", err))
+	}
+	return exitOK
+}
+
+// eachCall walks the calls a filter selects (store.Reader.EachReused).
+type eachCall = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error
+
+// exportEach walks the calls export writes, reusing one call value: those
+// of f (in mode, when given), and with f.Limit the newest f.Limit, oldest
+// first (f is changed to select them).
+func exportEach(ctx context.Context, rd *store.Reader, f *store.Filter, mode string) (eachCall, error) {
 	each := rd.EachReused // export writes each call out and keeps none
-	if hf.mode != "" {
+	if mode != "" {
 		modes, err := sessionModes(ctx, rd)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
 		each = func(ctx context.Context, f store.Filter, noText bool, fn func(*store.Call) error) error {
 			return rd.EachReused(ctx, f, noText, func(c *store.Call) error {
-				if modeOf(modes, c.Session) != hf.mode {
+				if modeOf(modes, c.Session) != mode {
 					return nil
 				}
 				return fn(c)
@@ -707,11 +759,11 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 		// --limit N takes the newest N, as list does, written oldest first.
 		modes, err := sessionModes(ctx, rd)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
-		newest, err := listByMode(ctx, rd, f, hf.mode, modes)
+		newest, err := listByMode(ctx, rd, *f, mode, modes)
 		if err != nil {
-			return histFail(a, err)
+			return nil, err
 		}
 		keep := make(map[uint32]bool, len(newest))
 		for _, c := range newest {
@@ -734,69 +786,73 @@ func historyExport(ctx context.Context, a *app, args []string) int {
 			})
 		}
 	}
-	if *format == "jsonl" {
-		bw := bufio.NewWriterSize(a.stdout, 64<<10) // one write per 64 KiB, not per call
-		enc := json.NewEncoder(bw)
-		var j store.CallJSON // one for every call: encoding a value would box a copy per call
-		err = each(ctx, f, *noText, func(c *store.Call) error {
-			c.FillJSON(&j, !*noText)
-			return enc.Encode(&j)
-		})
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
-		}
-	} else {
-		cw := csv.NewWriter(a.stdout)
-		_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
-			"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
-			"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
-		// One chain and one row buffer for every call (the writer keeps
-		// neither): an export of a million attempts makes less garbage.
-		var chain, row []string
-		noAttempt := make([]string, 18)
-		err = each(ctx, f, true, func(c *store.Call) error {
-			chain = chain[:0]
-			for _, t := range c.Chain {
-				chain = append(chain, t.String())
-			}
-			served := ""
-			if c.ServedBy != nil {
-				served = c.ServedBy.String()
-			}
-			row = append(row[:0], strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
-				c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served)
-			head := len(row)
-			if len(c.AttemptsList) == 0 {
-				return cw.Write(append(row, noAttempt...))
-			}
-			for i := range c.AttemptsList {
-				j := store.AttemptToJSON(&c.AttemptsList[i])
-				ra, src := "", ""
-				if j.RetryAfterMs != nil {
-					ra = strconv.FormatFloat(*j.RetryAfterMs, 'f', -1, 64)
-				}
-				if j.DelaySource != nil {
-					src = string(*j.DelaySource)
-				}
-				num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-				row = append(row[:head], strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
-					string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
-					strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
-				if err := cw.Write(row); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		cw.Flush()
-		if err == nil {
-			err = cw.Error()
-		}
+	return each, nil
+}
+
+// exportJSONL writes one JSON call a line, with its attempts.
+func exportJSONL(ctx context.Context, w io.Writer, each eachCall, f store.Filter, noText bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10) // one write per 64 KiB, not per call
+	enc := json.NewEncoder(bw)
+	var j store.CallJSON // one for every call: encoding a value would box a copy per call
+	err := each(ctx, f, noText, func(c *store.Call) error {
+		c.FillJSON(&j, !noText)
+		return enc.Encode(&j)
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
 	}
-	if err != nil {
-		return histFail(a, fmt.Errorf("export: %w", err))
+	return err
+}
+
+// exportCSV writes one attempt a row (a call without any, one row).
+func exportCSV(ctx context.Context, w io.Writer, each eachCall, f store.Filter) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"id", "call_id", "session", "call_started_at", "outcome", "chain", "served_by", "attempt",
+		"provider", "model", "status", "class", "code", "quota_id", "message", "retry_after_ms", "delay_source",
+		"paced_ms", "waited_ms", "request_id", "mid_stream", "ttft_ms", "started_at", "duration_ms", "decision"})
+	// One chain and one row buffer for every call (the writer keeps
+	// neither): an export of a million attempts makes less garbage.
+	var chain, row []string
+	noAttempt := make([]string, 18)
+	err := each(ctx, f, true, func(c *store.Call) error {
+		chain = chain[:0]
+		for _, t := range c.Chain {
+			chain = append(chain, t.String())
+		}
+		served := ""
+		if c.ServedBy != nil {
+			served = c.ServedBy.String()
+		}
+		row = append(row[:0], strconv.FormatUint(uint64(c.ID), 10), c.CallID, strconv.FormatUint(uint64(c.Session), 10),
+			c.Started.UTC().Format(time.RFC3339Nano), string(c.Outcome), strings.Join(chain, " "), served)
+		head := len(row)
+		if len(c.AttemptsList) == 0 {
+			return cw.Write(append(row, noAttempt...))
+		}
+		for i := range c.AttemptsList {
+			j := store.AttemptToJSON(&c.AttemptsList[i])
+			ra, src := "", ""
+			if j.RetryAfterMs != nil {
+				ra = strconv.FormatFloat(*j.RetryAfterMs, 'f', -1, 64)
+			}
+			if j.DelaySource != nil {
+				src = string(*j.DelaySource)
+			}
+			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+			row = append(row[:head], strconv.Itoa(j.N), j.Provider, j.Model, strconv.Itoa(j.Status),
+				string(j.Class), csvText(j.Code), csvText(j.QuotaID), csvText(j.Message), ra, src, num(j.PacedMs), num(j.WaitedMs), csvText(j.RequestID),
+				strconv.FormatBool(j.MidStream), num(j.TTFTMs), j.StartedAt, num(j.DurationMs), string(j.Decision))
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
 	}
-	return exitOK
+	return err
 }
 
 // csvText keeps a provider-written cell from being read as a formula by a
@@ -814,12 +870,8 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 	hf.register(fs, false, 0)
 	keepS := fs.String("keep", "90d", "keep calls younger than this (e.g. 30d, 12h); 0 keeps everything")
 	compact := fs.Bool("compact", false, "then rewrite the file without its free pages, giving space back to the disk")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history prune", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	keep, err := calls.ParseAge(*keepS)
 	if err != nil {
@@ -871,12 +923,8 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
 	fs := newReviewFlagSet("history repair")
 	hf.register(fs, false, 0)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history repair", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	path, err := hf.path(a)
 	if err != nil {

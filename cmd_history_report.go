@@ -31,12 +31,8 @@ func historyReport(ctx context.Context, a *app, args []string) int {
 	session := fs.Uint("session", 0, "the session to report (limitscope history sessions lists them); default: the newest, unless --since or --until is given")
 	until := fs.String("until", "", "only calls started before an age (30m) or a date (2026-11-01)")
 	out := fs.String("out", "", "write the report to this file (default: standard output)")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history report", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	f, err := hf.filter(a.now())
 	if err != nil {
@@ -53,79 +49,14 @@ func historyReport(ctx context.Context, a *app, args []string) int {
 		return histFail(a, err)
 	}
 	rd := &store.Reader{Path: path}
-	limit := f.Limit
+	sel := reportSel{sid: uint32(*session), since: hf.since, until: *until, before: before, mode: hf.mode, limit: f.Limit}
 	f.Limit = 0
 	in := report.Input{Generated: a.now(), Version: version}
-	sessions := map[uint32]bool{}
-	sid := uint32(*session)
-	if sid == 0 && hf.since == "" && *until == "" {
-		list, err := rd.Sessions(ctx, 1)
-		if err != nil {
-			return histFail(a, err)
-		}
-		if len(list) == 0 {
-			return histFail(a, fmt.Errorf("no sessions in %s", path))
-		}
-		sid = list[0].ID
+	if in.Scope, err = sel.session(ctx, rd, &f); err != nil {
+		return histFail(a, err)
 	}
-	if sid != 0 {
-		s, err := rd.Session(ctx, sid)
-		if err != nil {
-			return histFail(a, err)
-		}
-		if f.Since.IsZero() || f.Since.Before(s.Started) {
-			f.Since = s.Started // the session's calls start after it did
-		}
-		in.Scope = fmt.Sprintf("session %d (%s, %s)", s.ID, s.Command, s.Mode)
-	} else {
-		in.Scope = "calls"
-		if hf.since != "" {
-			in.Scope += " since " + hf.since
-		}
-		if *until != "" {
-			in.Scope += " until " + *until
-		}
-	}
-	var modes map[uint32]string
-	if hf.mode != "" {
-		if modes, err = sessionModes(ctx, rd); err != nil {
-			return histFail(a, err)
-		}
-	}
-	full := false
-	err = rd.Each(ctx, f, true, func(c *store.Call) error {
-		if sid != 0 && c.Session != sid {
-			return nil
-		}
-		if *until != "" && !c.Started.Before(before) {
-			return errReportFull // oldest first: nothing later is in range
-		}
-		if modes != nil && modeOf(modes, c.Session) != hf.mode {
-			return nil
-		}
-		if len(in.Calls) >= maxReportCalls || (limit > 0 && len(in.Calls) >= limit) {
-			full = true
-			return errReportFull
-		}
-		sessions[c.Session] = true
-		in.Calls = append(in.Calls, *c)
-		return nil
-	})
-	if err != nil && !errors.Is(err, errReportFull) {
-		return histFail(a, fmt.Errorf("report: %w", err))
-	}
-	if full {
-		in.Scope += fmt.Sprintf(" (the first %d calls)", len(in.Calls))
-	}
-	ids := make([]uint32, 0, len(sessions))
-	for id := range sessions {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if s, err := rd.Session(ctx, id); err == nil {
-			in.Sessions = append(in.Sessions, *s)
-		}
+	if err := sel.collect(ctx, rd, f, &in); err != nil {
+		return histFail(a, err)
 	}
 	if len(in.Calls) == 0 {
 		fmt.Fprintf(a.stderr, "limitscope history report: no calls in %s match (%s)\n", path, in.Scope)
@@ -145,6 +76,99 @@ func historyReport(ctx context.Context, a *app, args []string) int {
 	}
 	fmt.Fprintf(a.stderr, "limitscope: report of %d calls written to %s\n", len(in.Calls), *out)
 	return exitOK
+}
+
+// reportSel is what a report covers: a session, or the calls of a time
+// range, in one mode, at most limit of them (0: maxReportCalls).
+type reportSel struct {
+	sid          uint32 // 0: every session
+	since, until string // the flags as given
+	before       time.Time
+	mode         string
+	limit        int
+}
+
+// session settles the session the report covers (the newest when the
+// flags name no session and no time) and narrows f to it; it returns the
+// report's scope line.
+func (sel *reportSel) session(ctx context.Context, rd *store.Reader, f *store.Filter) (string, error) {
+	if sel.sid == 0 && sel.since == "" && sel.until == "" {
+		list, err := rd.Sessions(ctx, 1)
+		if err != nil {
+			return "", err
+		}
+		if len(list) == 0 {
+			return "", fmt.Errorf("no sessions in %s", rd.Path)
+		}
+		sel.sid = list[0].ID
+	}
+	if sel.sid != 0 {
+		s, err := rd.Session(ctx, sel.sid)
+		if err != nil {
+			return "", err
+		}
+		if f.Since.IsZero() || f.Since.Before(s.Started) {
+			f.Since = s.Started // the session's calls start after it did
+		}
+		return fmt.Sprintf("session %d (%s, %s)", s.ID, s.Command, s.Mode), nil
+	}
+	scope := "calls"
+	if sel.since != "" {
+		scope += " since " + sel.since
+	}
+	if sel.until != "" {
+		scope += " until " + sel.until
+	}
+	return scope, nil
+}
+
+// collect reads the calls sel covers into in, oldest first, with their
+// sessions; a report that reached its limit says so in its scope.
+func (sel *reportSel) collect(ctx context.Context, rd *store.Reader, f store.Filter, in *report.Input) error {
+	var modes map[uint32]string
+	if sel.mode != "" {
+		var err error
+		if modes, err = sessionModes(ctx, rd); err != nil {
+			return err
+		}
+	}
+	sessions := map[uint32]bool{}
+	full := false
+	err := rd.Each(ctx, f, true, func(c *store.Call) error {
+		if sel.sid != 0 && c.Session != sel.sid {
+			return nil
+		}
+		if sel.until != "" && !c.Started.Before(sel.before) {
+			return errReportFull // oldest first: nothing later is in range
+		}
+		if modes != nil && modeOf(modes, c.Session) != sel.mode {
+			return nil
+		}
+		if len(in.Calls) >= maxReportCalls || (sel.limit > 0 && len(in.Calls) >= sel.limit) {
+			full = true
+			return errReportFull
+		}
+		sessions[c.Session] = true
+		in.Calls = append(in.Calls, *c)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errReportFull) {
+		return fmt.Errorf("report: %w", err)
+	}
+	if full {
+		in.Scope += fmt.Sprintf(" (the first %d calls)", len(in.Calls))
+	}
+	ids := make([]uint32, 0, len(sessions))
+	for id := range sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if s, err := rd.Session(ctx, id); err == nil {
+			in.Sessions = append(in.Sessions, *s)
+		}
+	}
+	return nil
 }
 
 // writeReportFile writes the report beside out and renames it into place,

@@ -44,12 +44,8 @@ func historyScenario(ctx context.Context, a *app, args []string) int {
 	fs.StringVar(&o.name, "name", "learnt", "the scenario's `name` (sim --scenario NAME)")
 	fs.BoolVar(&o.force, "force", false, "replace an existing --out file")
 	fs.BoolVar(&o.trace, "trace", false, "trace mode: each provider replays its recorded outcomes in order (at most 100,000 each), then the statistical rules")
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "history scenario", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	if o.name == "" || strings.ContainsAny(o.name, "\n\r") {
 		return usageErr(a, "history scenario", errors.New("--name must be one non-empty line"))
@@ -83,38 +79,9 @@ func runHistoryScenario(ctx context.Context, a *app, o *scenarioOptions) int {
 	rd := &store.Reader{Path: path}
 	limit := f.Limit
 	f.Limit = 0
-	sid := uint32(o.session)
-	if sid == 0 && o.hf.since == "" && o.until == "" {
-		list, err := rd.Sessions(ctx, 1)
-		if err != nil {
-			return histFail(a, err)
-		}
-		if len(list) == 0 {
-			return histFail(a, fmt.Errorf("no sessions in %s", path))
-		}
-		sid = list[0].ID
-	}
-	var scope string
-	if sid != 0 {
-		s, err := rd.Session(ctx, sid)
-		if errors.Is(err, store.ErrNotFound) {
-			return histFail(a, fmt.Errorf("no session %d in %s (limitscope history sessions lists them)", sid, path))
-		}
-		if err != nil {
-			return histFail(a, err)
-		}
-		if f.Since.IsZero() || f.Since.Before(s.Started) {
-			f.Since = s.Started // the session's calls start after it did
-		}
-		scope = fmt.Sprintf("session %d (%s, %s)", s.ID, s.Command, s.Mode)
-	} else {
-		scope = "calls"
-		if o.hf.since != "" {
-			scope += " since " + f.Since.UTC().Format(time.RFC3339)
-		}
-		if o.until != "" {
-			scope += " until " + before.UTC().Format(time.RFC3339)
-		}
+	sid, scope, err := o.scope(ctx, rd, &f, before)
+	if err != nil {
+		return histFail(a, err)
 	}
 	l := learn.New(learn.Source{Scope: scope, Version: version})
 	if o.trace {
@@ -138,16 +105,7 @@ func runHistoryScenario(ctx context.Context, a *app, o *scenarioOptions) int {
 	if err != nil && !errors.Is(err, errRangeDone) {
 		return histFail(a, fmt.Errorf("history scenario: %w", err))
 	}
-	write := func(w io.Writer) error { return l.Write(w, o.name) }
-	if o.out == "" {
-		bw := bufio.NewWriter(a.stdout)
-		err = write(bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-	} else {
-		err = writeNewFile(o.out, o.force, write)
-	}
+	err = o.write(a, l)
 	if errors.Is(err, learn.ErrNoAttempts) {
 		if n == 0 {
 			return histFail(a, fmt.Errorf("nothing to learn: no calls in %s match (%s)", path, scope))
@@ -161,6 +119,59 @@ func runHistoryScenario(ctx context.Context, a *app, o *scenarioOptions) int {
 		fmt.Fprintf(a.stderr, "limitscope: a scenario learnt from %d calls written to %s (limitscope sim --scenario-file %s)\n", n, o.out, o.out)
 	}
 	return exitOK
+}
+
+// scope settles the session the scenario is learnt from (the newest when
+// the flags name no session and no time) and narrows f to it; it returns
+// the session (0: every one) and the scenario's scope line.
+func (o *scenarioOptions) scope(ctx context.Context, rd *store.Reader, f *store.Filter, before time.Time) (uint32, string, error) {
+	sid := uint32(o.session)
+	if sid == 0 && o.hf.since == "" && o.until == "" {
+		list, err := rd.Sessions(ctx, 1)
+		if err != nil {
+			return 0, "", err
+		}
+		if len(list) == 0 {
+			return 0, "", fmt.Errorf("no sessions in %s", rd.Path)
+		}
+		sid = list[0].ID
+	}
+	if sid != 0 {
+		s, err := rd.Session(ctx, sid)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, "", fmt.Errorf("no session %d in %s (limitscope history sessions lists them)", sid, rd.Path)
+		}
+		if err != nil {
+			return 0, "", err
+		}
+		if f.Since.IsZero() || f.Since.Before(s.Started) {
+			f.Since = s.Started // the session's calls start after it did
+		}
+		return sid, fmt.Sprintf("session %d (%s, %s)", s.ID, s.Command, s.Mode), nil
+	}
+	scope := "calls"
+	if o.hf.since != "" {
+		scope += " since " + f.Since.UTC().Format(time.RFC3339)
+	}
+	if o.until != "" {
+		scope += " until " + before.UTC().Format(time.RFC3339)
+	}
+	return sid, scope, nil
+}
+
+// write writes the learnt scenario to --out (a new file, unless --force)
+// or to stdout.
+func (o *scenarioOptions) write(a *app, l *learn.Learner) error {
+	write := func(w io.Writer) error { return l.Write(w, o.name) }
+	if o.out == "" {
+		bw := bufio.NewWriter(a.stdout)
+		err := write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		return err
+	}
+	return writeNewFile(o.out, o.force, write)
 }
 
 // writeNewFile writes out through a temporary file beside it. Without

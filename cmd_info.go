@@ -28,27 +28,16 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	fs := newReviewFlagSet("info")
 	hf.register(fs, false, 0)
 	stateFlag := registerState(fs)
-	pos, ok, code := parseArgs(a, fs, args)
-	if !ok {
+	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return usageErr(a, "info", fmt.Errorf("unexpected argument %q", pos[0]))
 	}
 	url, source, err := reviewState(a, *stateFlag)
 	if err != nil {
 		return usageErr(a, "info", err)
 	}
-	st := infoState{Backend: "local"}
-	if url != "" {
-		st = infoState{Backend: "redis", URL: fleet.Redact(url), Source: source}
-		f, err := fleet.Open(ctx, url, fleet.Options{Getenv: a.getenv, Command: "info"})
-		if err != nil {
-			return usageErr(a, "info", err)
-		}
-		up := f.Up()
-		st.Reachable = &up
-		_ = f.Close()
+	st, err := stateInfo(ctx, a, url, source)
+	if err != nil {
+		return usageErr(a, "info", err)
 	}
 	p, perr := store.ResolvePaths(a.getenv)
 	if hf.db != "" {
@@ -57,16 +46,7 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	if perr != nil {
 		return histFail(a, perr)
 	}
-	doc := struct {
-		Version string `json:"version"`
-		store.Paths
-		DBExists       bool      `json:"db_exists"`
-		DBBytes        int64     `json:"db_bytes"`
-		Schema         int       `json:"schema"`
-		ProxyTokenFile string    `json:"proxy_token_file,omitempty"`
-		ProxyToken     string    `json:"proxy_token,omitempty"`
-		State          infoState `json:"state"`
-	}{Version: version, Paths: p, Schema: store.SchemaVersion, State: st}
+	doc := infoDoc{Version: version, Paths: p, Schema: store.SchemaVersion, State: st}
 	// The proxy's token is made on first use; this is where a user reads it
 	// to give their application (it is never logged).
 	if p.ConfigDir != "" {
@@ -82,7 +62,46 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	if hf.asJSON {
 		return writeJSON(a, doc)
 	}
+	printInfo(a, &doc)
+	return exitOK
+}
+
+// infoDoc is what info says: the paths in use, the history file, the proxy's
+// token and the state backend.
+type infoDoc struct {
+	Version string `json:"version"`
+	store.Paths
+	DBExists       bool      `json:"db_exists"`
+	DBBytes        int64     `json:"db_bytes"`
+	Schema         int       `json:"schema"`
+	ProxyTokenFile string    `json:"proxy_token_file,omitempty"`
+	ProxyToken     string    `json:"proxy_token,omitempty"`
+	State          infoState `json:"state"`
+}
+
+// stateInfo is the state backend: local, or the Redis at url (from
+// source) and whether it answers.
+func stateInfo(ctx context.Context, a *app, url, source string) (infoState, error) {
+	if url == "" {
+		return infoState{Backend: "local"}, nil
+	}
+	st := infoState{Backend: "redis", URL: fleet.Redact(url), Source: source}
+	f, err := fleet.Open(ctx, url, fleet.Options{Getenv: a.getenv, Command: "info"})
+	if err != nil {
+		return st, err
+	}
+	up := f.Up()
+	st.Reachable = &up
+	_ = f.Close()
+	return st, nil
+}
+
+// printInfo prints doc in three columns: what, where, and a note (where a
+// path came from, whether the Redis answers); aligned on a terminal,
+// tab-separated when piped.
+func printInfo(a *app, doc *infoDoc) {
 	o := newTextOut(a)
+	p, st := doc.Paths, doc.State
 	dbNote := paren(p.DBSource)
 	if doc.DBExists {
 		dbNote += ", " + byteSize(doc.DBBytes)
@@ -114,12 +133,11 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 			line := fmt.Sprintf("%s %s  %s", o.paint(r[0].style, fmt.Sprintf("%-11s", r[0].text)), o.paint(r[1].style, r[1].text), o.paint(r[2].style, r[2].text))
 			fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
 		}
-		return exitOK
+		return
 	}
 	// Piped, the same three columns: what the terminal says, the note
 	// included (whether the Redis answers, where a path came from).
 	for _, r := range rows {
 		fmt.Fprintf(a.stdout, "%s\t%s\t%s\n", r[0].text, r[1].text, r[2].text)
 	}
-	return exitOK
 }

@@ -54,40 +54,7 @@ func runSim(ctx context.Context, a *app, args []string) int {
 	}
 
 	if *list {
-		models := sim.Catalogue()
-		if *file != "" {
-			// The scenario file's models lines add to the catalogue.
-			s, err := sim.New(sim.Options{ScenarioFile: *file, Scenario: *scenario})
-			if err != nil {
-				fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
-				return exitUsage
-			}
-			models = s.Models()
-		}
-		if *asJSON {
-			return simWriteJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults(), "models": models})
-		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tDESCRIPTION")
-		for _, s := range sim.Scenarios() {
-			fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Description)
-		}
-		fmt.Fprintln(tw, "\t")
-		fmt.Fprintln(tw, "FAULT\tDESCRIPTION (inject with POST /_sim/fault, or schedule in a scenario file)")
-		for _, f := range sim.Faults() {
-			fmt.Fprintf(tw, "%s\t%s\n", f.Name, f.Description)
-		}
-		fmt.Fprintln(tw, "\t")
-		fmt.Fprintln(tw, "PROVIDER\tMODELS (others get the provider's not-found answer: add them with a scenario file's models line, or run with --any-model)")
-		for _, pm := range models {
-			ids := make([]string, 0, len(pm.Models))
-			for _, m := range pm.Models {
-				ids = append(ids, m.ID)
-			}
-			fmt.Fprintf(tw, "%s\t%s\n", pm.Provider, strings.Join(ids, " "))
-		}
-		_ = tw.Flush()
-		return exitOK
+		return simList(a, *file, *scenario, *asJSON)
 	}
 
 	r, err := sim.Start(ctx, *listen, sim.Options{Scenario: *scenario, ScenarioFile: *file, Seed: *seed, Answer: *answer, AnyModel: *anyModel})
@@ -124,6 +91,46 @@ func runSim(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
 		return exitFailed
 	}
+	return exitOK
+}
+
+// simList is sim --list: the scenarios, the fault kinds and each
+// provider's models (a scenario file's models lines added), as a table or
+// one JSON document.
+func simList(a *app, file, scenario string, asJSON bool) int {
+	models := sim.Catalogue()
+	if file != "" {
+		// The scenario file's models lines add to the catalogue.
+		s, err := sim.New(sim.Options{ScenarioFile: file, Scenario: scenario})
+		if err != nil {
+			fmt.Fprintf(a.stderr, "limitscope sim: %v\n", err)
+			return exitUsage
+		}
+		models = s.Models()
+	}
+	if asJSON {
+		return simWriteJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults(), "models": models})
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tDESCRIPTION")
+	for _, s := range sim.Scenarios() {
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Description)
+	}
+	fmt.Fprintln(tw, "\t")
+	fmt.Fprintln(tw, "FAULT\tDESCRIPTION (inject with POST /_sim/fault, or schedule in a scenario file)")
+	for _, f := range sim.Faults() {
+		fmt.Fprintf(tw, "%s\t%s\n", f.Name, f.Description)
+	}
+	fmt.Fprintln(tw, "\t")
+	fmt.Fprintln(tw, "PROVIDER\tMODELS (others get the provider's not-found answer: add them with a scenario file's models line, or run with --any-model)")
+	for _, pm := range models {
+		ids := make([]string, 0, len(pm.Models))
+		for _, m := range pm.Models {
+			ids = append(ids, m.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", pm.Provider, strings.Join(ids, " "))
+	}
+	_ = tw.Flush()
 	return exitOK
 }
 

@@ -44,81 +44,32 @@ func runTUI(ctx context.Context, a *app, args []string) int {
 	return runConsole(ctx, a, args, tui.Run)
 }
 
-// consoleUI runs the console's screen; tui.Run, or a test's stand-in.
-type consoleUI func(ctx context.Context, opts tui.Options) error
-
-// runConsole is runTUI with the screen given.
-func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
-	fs := flag.NewFlagSet("limitscope", flag.ContinueOnError)
-	o := newConsoleOpts(fs)
-	if ok, code := parseFlags(a, fs, "limitscope", args, usage); !ok {
-		return code
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		return fail(fmt.Errorf("unknown command %q (see limitscope --help)", fs.Arg(0)))
-	}
-	if !a.stdinTTY || !a.stdoutTTY {
-		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see limitscope -h)")
-		return exitUsage
-	}
+// validate checks the console's flags together.
+func (o *consoleOpts) validate() error {
 	if err := o.targets.Validate(); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := o.calls.Validate(); err != nil {
-		return fail(err)
+		return err
 	}
 	if o.proxyConfig != "" && o.proxy == "" {
-		return fail(errors.New("--proxy-config needs --proxy ADDR"))
+		return errors.New("--proxy-config needs --proxy ADDR")
 	}
+	return nil
+}
 
-	// History warnings would tear the full-screen view: collect them and
-	// print them once the console has closed.
-	var warnings bytes.Buffer
-	env := a.env()
-	env.Stderr = &warnings
-	defer func() { io.Copy(a.stderr, &warnings) }()
-
-	// The proxy fails fast, before the screen takes the terminal: a bad
-	// config, no token, or an address in use is exit 2 with a sentence.
-	var (
-		px     *calls.ProxyServer
-		pxCfg  *proxy.Config
-		pxTok  string
-		pxFail = func(err error) int { return fail(fmt.Errorf("--proxy: %w", err)) }
-	)
-	if o.proxy != "" {
-		var err error
-		if pxCfg, err = calls.LoadProxyConfig(o.proxyConfig, o.calls, fs); err != nil {
-			return pxFail(err)
-		}
-		if pxTok, _, err = calls.ProxyToken(a.getenv); err != nil {
-			return pxFail(err)
-		}
-		if px, err = calls.ListenProxy(ctx, a.env(), o.proxy); err != nil {
-			return pxFail(err)
-		}
-		defer px.Stop()
-	}
-
-	simulated := calls.SimRequested(a.getenv, o.calls.Sim.Sim) || !calls.AnyKey(a.getenv)
-	cs, err := calls.Open(ctx, env, o.calls, simulated, "tui")
-	if err != nil {
-		return fail(err)
-	}
-	defer cs.Close(ctx, calls.DefaultCloseAllowance)
-
+// uiOptions is what the screen is given: the chain (--model's, or the
+// default), the targets, and the calls' engine, history and providers.
+func (o *consoleOpts) uiOptions(a *app, cs *calls.Calls) (tui.Options, error) {
 	targets := cs.Providers.ConsoleTargets()
 	var chain []stream.Target
 	if o.targets.Model != "" {
+		var err error
 		if chain, err = o.targets.Chain(); err != nil {
-			return fail(err)
+			return tui.Options{}, err
 		}
 		if err := cs.Providers.Check(chain); err != nil {
-			return fail(err)
+			return tui.Options{}, err
 		}
 		targets = calls.MergeTargets(chain, targets)
 	} else {
@@ -152,25 +103,117 @@ func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
 	if cds, err := cs.History.Cooldowns().List(); err == nil {
 		opts.Cooldowns = cds
 	}
-	opts.Probe, opts.ProbePlan = consoleProbe(a, cs) // issue 17: the p key
+	opts.Probe, opts.ProbePlan = consoleProbe(a, cs) // the p key
+	return opts, nil
+}
+
+// consoleProxy is the proxy the console serves with --proxy.
+type consoleProxy struct {
+	srv   *calls.ProxyServer
+	cfg   *proxy.Config
+	token string
+}
+
+// listenProxy loads the proxy's config and token and takes its address;
+// nil without --proxy.
+func (o *consoleOpts) listenProxy(ctx context.Context, a *app, fs *flag.FlagSet) (*consoleProxy, error) {
+	if o.proxy == "" {
+		return nil, nil
+	}
+	px := &consoleProxy{}
+	var err error
+	if px.cfg, err = calls.LoadProxyConfig(o.proxyConfig, o.calls, fs); err != nil {
+		return nil, err
+	}
+	if px.token, _, err = calls.ProxyToken(a.getenv); err != nil {
+		return nil, err
+	}
+	if px.srv, err = calls.ListenProxy(ctx, a.env(), o.proxy); err != nil {
+		return nil, err
+	}
+	return px, nil
+}
+
+// serve serves proxied calls on cs, the same calls as typed ones (one
+// Doer, clock, pacer, cooldowns and history recorder), into the screen's
+// inbox; the config's alias problems go to warnings.
+func (px *consoleProxy) serve(ctx context.Context, cs *calls.Calls, opts *tui.Options, warnings io.Writer) error {
+	for _, p := range cs.AliasProblems(px.cfg) {
+		fmt.Fprintf(warnings, "limitscope: proxy: warning: %s\n", p)
+	}
+	inbox := tui.NewInbox()
+	h, err := cs.ProxyHandler(px.token, px.cfg, inbox.Event, nil)
+	if err != nil {
+		return err
+	}
+	opts.Inbox, opts.ProxyAddr = inbox, px.srv.Addr()
+	px.srv.Serve(ctx, h, 2*time.Second)
+	return nil
+}
+
+// consoleUI runs the console's screen; tui.Run, or a test's stand-in.
+type consoleUI func(ctx context.Context, opts tui.Options) error
+
+// runConsole is runTUI with the screen given.
+func runConsole(ctx context.Context, a *app, args []string, ui consoleUI) int {
+	fs := flag.NewFlagSet("limitscope", flag.ContinueOnError)
+	o := newConsoleOpts(fs)
+	if ok, code := parseFlags(a, fs, "limitscope", args, usage); !ok {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		return fail(fmt.Errorf("unknown command %q (see limitscope --help)", fs.Arg(0)))
+	}
+	if !a.stdinTTY || !a.stdoutTTY {
+		fmt.Fprintln(a.stderr, "limitscope: the console needs a terminal; for scripts use limitscope send (see limitscope -h)")
+		return exitUsage
+	}
+	if err := o.validate(); err != nil {
+		return fail(err)
+	}
+
+	// History warnings would tear the full-screen view: collect them and
+	// print them once the console has closed.
+	var warnings bytes.Buffer
+	env := a.env()
+	env.Stderr = &warnings
+	defer func() { io.Copy(a.stderr, &warnings) }()
+
+	// The proxy fails fast, before the screen takes the terminal: a bad
+	// config, no token, or an address in use is exit 2 with a sentence.
+	pxFail := func(err error) int { return fail(fmt.Errorf("--proxy: %w", err)) }
+	px, err := o.listenProxy(ctx, a, fs)
+	if err != nil {
+		return pxFail(err)
+	}
 	if px != nil {
-		for _, p := range cs.AliasProblems(pxCfg) {
-			fmt.Fprintf(&warnings, "limitscope: proxy: warning: %s\n", p)
-		}
-		// The same calls as typed ones: one Doer, clock, pacer,
-		// cooldowns and history recorder.
-		inbox := tui.NewInbox()
-		h, err := cs.ProxyHandler(pxTok, pxCfg, inbox.Event, nil)
-		if err != nil {
+		defer px.srv.Stop()
+	}
+
+	simulated := calls.SimRequested(a.getenv, o.calls.Sim.Sim) || !calls.AnyKey(a.getenv)
+	cs, err := calls.Open(ctx, env, o.calls, simulated, "tui")
+	if err != nil {
+		return fail(err)
+	}
+	defer cs.Close(ctx, calls.DefaultCloseAllowance)
+
+	opts, err := o.uiOptions(a, cs)
+	if err != nil {
+		return fail(err)
+	}
+	if px != nil {
+		if err := px.serve(ctx, cs, &opts, &warnings); err != nil {
 			return pxFail(err)
 		}
-		opts.Inbox, opts.ProxyAddr = inbox, px.Addr()
-		px.Serve(ctx, h, 2*time.Second)
 	}
 	err = ui(ctx, opts)
 	if px != nil {
 		// Stop taking proxied calls before the history closes (deferred).
-		if serr := px.Stop(); serr != nil {
+		if serr := px.srv.Stop(); serr != nil {
 			fmt.Fprintf(&warnings, "limitscope: proxy: %v\n", serr)
 		}
 	}

@@ -194,3 +194,29 @@ func histFail(a *app, err error) int {
 	fmt.Fprintf(a.stderr, "limitscope: %v\n", err)
 	return exitFailed
 }
+
+// parseNoArgs parses the flags of a review subcommand that takes no
+// positional argument. ok is false when the command should return code.
+func parseNoArgs(a *app, fs *flag.FlagSet, args []string) (ok bool, code int) {
+	pos, ok, code := parseArgs(a, fs, args)
+	if !ok {
+		return false, code
+	}
+	if len(pos) > 0 {
+		return false, usageErr(a, strings.TrimPrefix(fs.Name(), "limitscope "), fmt.Errorf("unexpected argument %q", pos[0]))
+	}
+	return true, 0
+}
+
+// scope is what review subcommand cmd reads: the calls its flags select
+// and the history file. ok is false when the command should return code.
+func (hf *historyFlags) scope(a *app, cmd string) (f store.Filter, path string, ok bool, code int) {
+	f, err := hf.filter(a.now())
+	if err != nil {
+		return f, "", false, usageErr(a, cmd, err)
+	}
+	if path, err = hf.path(a); err != nil {
+		return f, "", false, histFail(a, err)
+	}
+	return f, path, true, 0
+}

@@ -633,7 +633,6 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		}
 		defer h.leaveAlias(rt)
 	}
-	pol := h.cfg.RoutePolicy(rt, h.o.DefaultPolicy)
 	// A streamed answer's text is the caller's as soon as it is written: a
 	// retry's answer must not be glued onto it. Unstreamed (or buffered),
 	// nothing reached the caller before the call ends, so everything may
@@ -642,32 +641,8 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	if in.stream && !live {
 		hd.Set(HeaderBuffered, "true")
 	}
-	pol.NoRetryAfterText = live
-	maxTokens := in.maxTokens
-	if maxTokens == 0 {
-		maxTokens = rt.MaxTokens
-	}
-	if maxTokens == 0 {
-		maxTokens = h.cfg.MaxTokens
-	}
-	if maxTokens == 0 {
-		maxTokens = stream.DefaultMaxTokens
-	}
-	call := retry.Call{
-		ID: id, Chain: rt.Chain, Prompt: in.lastUser(), MaxTokens: maxTokens, Policy: pol,
-		System: in.system, Messages: in.messages, Sampling: in.sampling,
-		Route: in.model, Client: r.UserAgent(),
-	}
-	now := h.o.Now()
-	var out writer
-	switch in.dialect {
-	case stream.DialectAnthropic:
-		out = newAnthropicWriter(id)
-	case stream.DialectResponses:
-		out = newResponsesWriter(id, now)
-	default:
-		out = newOpenAIWriter(id, now, in.includeUsage)
-	}
+	call := h.callOf(r, in, rt, id, live)
+	out := newWriter(in, id, h.o.Now())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, cancel: cancel}
@@ -717,6 +692,48 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	if !cs.started { // a started stream's flusher sets its own
 		setDeadline(http.NewResponseController(w), h.flow.timeout)
 	}
+	h.answer(w, in, key, id, res, cs, out)
+}
+
+// callOf is the call a request makes on alias rt: the alias's policy (no
+// retry after text when the answer streams live) and the first max tokens
+// the request, the alias or the config gives.
+func (h *Handler) callOf(r *http.Request, in *inbound, rt Alias, id string, live bool) retry.Call {
+	pol := h.cfg.RoutePolicy(rt, h.o.DefaultPolicy)
+	pol.NoRetryAfterText = live
+	maxTokens := in.maxTokens
+	if maxTokens == 0 {
+		maxTokens = rt.MaxTokens
+	}
+	if maxTokens == 0 {
+		maxTokens = h.cfg.MaxTokens
+	}
+	if maxTokens == 0 {
+		maxTokens = stream.DefaultMaxTokens
+	}
+	return retry.Call{
+		ID: id, Chain: rt.Chain, Prompt: in.lastUser(), MaxTokens: maxTokens, Policy: pol,
+		System: in.system, Messages: in.messages, Sampling: in.sampling,
+		Route: in.model, Client: r.UserAgent(),
+	}
+}
+
+// newWriter is the answer's writer in the request's dialect.
+func newWriter(in *inbound, id string, now time.Time) writer {
+	switch in.dialect {
+	case stream.DialectAnthropic:
+		return newAnthropicWriter(id)
+	case stream.DialectResponses:
+		return newResponsesWriter(id, now)
+	}
+	return newOpenAIWriter(id, now, in.includeUsage)
+}
+
+// answer answers the call's result: it ends a started stream (cleanly or
+// as broken), writes a whole answer, or writes the error (kept for a
+// replay of the request named key, unless a quota stop answers it).
+func (h *Handler) answer(w http.ResponseWriter, in *inbound, key [32]byte, id string, res retry.Result, cs *callState, out writer) {
+	hd := w.Header()
 	switch {
 	case cs.started && res.Outcome == retry.OutcomeOK:
 		model := servedModel(res, cs.target)

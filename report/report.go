@@ -178,7 +178,33 @@ const (
 	laneTop   = 30
 )
 
+// build turns the report's input into the view its template renders.
 func build(in Input) view {
+	b := &builder{
+		v:          header(in),
+		ax:         newAxis(in.Calls),
+		prov:       map[string]*provAcc{},
+		snaps:      map[string][]snap{},
+		limitMarks: map[string][]mark{},
+	}
+	b.timeline()
+	for i := range in.Calls {
+		b.call(&in.Calls[i])
+	}
+	var waited time.Duration
+	for i := range in.Calls {
+		waited += in.Calls[i].Waited
+	}
+	b.v.Totals.Waited = dur(waited)
+	b.limitCharts()
+	for _, p := range b.provOrder {
+		b.v.Providers = append(b.v.Providers, b.prov[p].row(p))
+	}
+	return b.v
+}
+
+// header is the view's title, sessions and legend.
+func header(in Input) view {
 	v := view{Title: cmp.Or(in.Title, "limitscope report"), Scope: txt(in.Scope), Version: txt(in.Version)}
 	if !in.Generated.IsZero() {
 		v.Generated = in.Generated.UTC().Format(time.RFC3339)
@@ -196,30 +222,39 @@ func build(in Input) view {
 		v.Legend = append(v.Legend, legendItem{Letter: letter(&a), Class: cssClass(&a), Name: strings.ReplaceAll(string(c), "_", " ")})
 	}
 	v.Legend = append(v.Legend, legendItem{Letter: theme.MarkLetter(string(stream.ClassServer), true), Class: "c-broken", Name: "broken stream (after HTTP 200)"})
+	return v
+}
 
-	// The time axis: every call's first event to its last.
-	var t0, t1 time.Time
+// axis is the charts' time axis (every call's first event to its last) and
+// their lanes, one per target in the order first met.
+type axis struct {
+	t0, t1  time.Time
+	targets []string
+	laneOf  map[string]int
+}
+
+func newAxis(calls []store.Call) axis {
+	var ax axis
 	extend := func(t time.Time) {
 		if t.IsZero() {
 			return
 		}
-		if t0.IsZero() || t.Before(t0) {
-			t0 = t
+		if ax.t0.IsZero() || t.Before(ax.t0) {
+			ax.t0 = t
 		}
-		if t.After(t1) {
-			t1 = t
+		if t.After(ax.t1) {
+			ax.t1 = t
 		}
 	}
-	var targets []string
 	seen := map[string]bool{}
 	addTarget := func(s string) {
 		if !seen[s] {
 			seen[s] = true
-			targets = append(targets, s)
+			ax.targets = append(ax.targets, s)
 		}
 	}
-	for i := range in.Calls {
-		c := &in.Calls[i]
+	for i := range calls {
+		c := &calls[i]
 		extend(c.Started)
 		extend(c.Ended)
 		for _, t := range c.Chain {
@@ -232,21 +267,48 @@ func build(in Input) view {
 			extend(a.StartedAt.Add(a.Duration + a.Waited))
 		}
 	}
-	if t1.Sub(t0) < time.Second {
-		t1 = t0.Add(time.Second)
+	if ax.t1.Sub(ax.t0) < time.Second {
+		ax.t1 = ax.t0.Add(time.Second)
 	}
-	if !t0.IsZero() {
-		v.From, v.To = t0.UTC().Format(time.RFC3339), t1.UTC().Format(time.RFC3339)
+	ax.laneOf = map[string]int{}
+	for i, t := range ax.targets {
+		ax.laneOf[t] = i
 	}
-	x := func(t time.Time) float64 {
-		return plotLeft + float64(plotRight-plotLeft)*float64(t.Sub(t0))/float64(t1.Sub(t0))
+	return ax
+}
+
+// x is t's abscissa on a chart.
+func (ax *axis) x(t time.Time) float64 {
+	return plotLeft + float64(plotRight-plotLeft)*float64(t.Sub(ax.t0))/float64(ax.t1.Sub(ax.t0))
+}
+
+// laneY is the middle of target t's lane on the timeline.
+func (ax *axis) laneY(t string) float64 { return float64(laneTop + ax.laneOf[t]*laneH + laneH/2) }
+
+// snap is one limits snapshot of a target.
+type snap struct {
+	at       time.Time
+	req, tok float64 // fraction left, NaN when unknown
+	reqS     string
+}
+
+// builder gathers the view across the calls.
+type builder struct {
+	v          view
+	ax         axis
+	prov       map[string]*provAcc
+	provOrder  []string
+	snaps      map[string][]snap
+	limitMarks map[string][]mark
+}
+
+// timeline lays out the timeline's frame: its size, lanes and ticks.
+func (b *builder) timeline() {
+	ax, targets := &b.ax, b.ax.targets
+	if !ax.t0.IsZero() {
+		b.v.From, b.v.To = ax.t0.UTC().Format(time.RFC3339), ax.t1.UTC().Format(time.RFC3339)
 	}
-	laneOf := map[string]int{}
-	for i, t := range targets {
-		laneOf[t] = i
-	}
-	laneY := func(t string) float64 { return float64(laneTop + laneOf[t]*laneH + laneH/2) }
-	tl := &v.Timeline
+	tl := &b.v.Timeline
 	tl.W, tl.PlotLeft, tl.PlotRight, tl.LaneTop = chartW, plotLeft, plotRight, laneTop
 	tl.H = laneTop + len(targets)*laneH + 30
 	tl.AxisY = laneTop + len(targets)*laneH + 4
@@ -254,153 +316,168 @@ func build(in Input) view {
 		y := laneTop + i*laneH
 		tl.Lanes = append(tl.Lanes, lane{Y: y, TextY: y + laneH/2 + 4, Name: txt(t)})
 	}
-	tl.Ticks = ticks(t0, t1, x)
+	tl.Ticks = ticks(ax.t0, ax.t1, ax.x)
+}
 
-	prov := map[string]*provAcc{}
-	var provOrder []string
-	type snap struct {
-		at       time.Time
-		req, tok float64 // fraction left, NaN when unknown
-		reqS     string
+// call adds c: its row, its totals, and each attempt's marks.
+func (b *builder) call(c *store.Call) {
+	v := &b.v
+	v.Totals.Calls++
+	if c.Outcome == retry.OutcomeOK {
+		v.Totals.OK++
 	}
-	snaps := map[string][]snap{}
-	limitMarks := map[string][]mark{}
-	for i := range in.Calls {
-		c := &in.Calls[i]
-		v.Totals.Calls++
-		if c.Outcome == retry.OutcomeOK {
-			v.Totals.OK++
-		}
-		v.Totals.Attempts += len(c.AttemptsList)
-		v.Totals.Retries += c.Retries()
-		row := callRow{ID: fmt.Sprint(c.ID), Started: c.Started.UTC().Format("15:04:05.000"), Outcome: string(c.Outcome),
-			OutcomeClass: "o-" + strings.ReplaceAll(string(c.Outcome), "_", "-"), Tries: fmt.Sprint(c.Attempts),
-			Waited: dur(c.Waited), Latency: dur(c.Latency()), Route: txt(c.Route)}
-		var chain []string
-		for _, t := range c.Chain {
-			chain = append(chain, txt(t.String()))
-		}
-		row.Chain = strings.Join(chain, " → ")
-		if c.ServedBy != nil {
-			row.ServedBy = txt(c.ServedBy.String())
-		}
-		if c.Err != nil {
-			row.Err = txt(fmt.Sprintf("%s %d %s %s", c.Err.Class, c.Err.Status, c.Err.Code, c.Err.Message))
-		}
-		for j := range c.AttemptsList {
-			a := &c.AttemptsList[j]
-			tg := a.Target.String()
-			served := a.Class == stream.ClassOK && c.ServedBy != nil
-			if !served {
-				v.Totals.Wasted++
-			}
-			if a.Class == stream.ClassQuota {
-				v.Totals.Quota++
-			}
-			if broken(a) {
-				v.Totals.Broken++
-			}
-			p := prov[a.Target.Provider]
-			if p == nil {
-				p = &provAcc{}
-				prov[a.Target.Provider] = p
-				provOrder = append(provOrder, a.Target.Provider)
-			}
-			p.add(a, served)
+	v.Totals.Attempts += len(c.AttemptsList)
+	v.Totals.Retries += c.Retries()
+	row := callRow{ID: fmt.Sprint(c.ID), Started: c.Started.UTC().Format("15:04:05.000"), Outcome: string(c.Outcome),
+		OutcomeClass: "o-" + strings.ReplaceAll(string(c.Outcome), "_", "-"), Tries: fmt.Sprint(c.Attempts),
+		Waited: dur(c.Waited), Latency: dur(c.Latency()), Route: txt(c.Route)}
+	var chain []string
+	for _, t := range c.Chain {
+		chain = append(chain, txt(t.String()))
+	}
+	row.Chain = strings.Join(chain, " → ")
+	if c.ServedBy != nil {
+		row.ServedBy = txt(c.ServedBy.String())
+	}
+	if c.Err != nil {
+		row.Err = txt(fmt.Sprintf("%s %d %s %s", c.Err.Class, c.Err.Status, c.Err.Code, c.Err.Message))
+	}
+	for j := range c.AttemptsList {
+		b.attempt(c, j)
+		row.Attempts = append(row.Attempts, attemptRowOf(&c.AttemptsList[j]))
+	}
+	v.Calls = append(v.Calls, row)
+}
 
-			// Timeline mark.
-			x1, x2 := x(a.StartedAt), x(a.StartedAt.Add(a.Duration))
-			w := max(x2-x1, 12)
-			y := laneY(tg)
-			title := txt(fmt.Sprintf("call %d attempt %d · %s · %s · HTTP %d %s · %s", c.ID, a.N, tg, a.Class, a.Status, a.Code, dur(a.Duration)))
-			tl.Marks = append(tl.Marks, mark{X: x1, Y: y - 9, W: w, H: 18, TextX: x1 + w/2, TextY: y + 4, Class: cssClass(a), Letter: letter(a), Title: title})
-			if a.Paced > 0 {
-				tl.Waits = append(tl.Waits, span{X1: x(a.StartedAt.Add(-a.Paced)), X2: x1, Y: y, Pacing: true,
-					Title: fmt.Sprintf("paced %s before attempt %d (limits snapshot)", dur(a.Paced), a.N)})
-			}
-			end := a.StartedAt.Add(a.Duration)
-			if a.Waited > 0 {
-				src := cmp.Or(string(a.DelaySource), "none")
-				tl.Waits = append(tl.Waits, span{X1: x2, X2: x(end.Add(a.Waited)), Y: y,
-					Title: fmt.Sprintf("wait %s (%s) after attempt %d of call %d", dur(a.Waited), src, a.N, c.ID)})
-			}
-			if a.Waited > 0 || a.WaitPlanned > 0 {
-				v.Totals.Waits++
-				why := ""
-				if a.RetryAfter != nil {
-					why = "server asked " + dur(*a.RetryAfter)
-				}
-				if a.FailedOverByUser {
-					why = strings.TrimSpace(why + " · " + a.FailoverNote())
-				}
-				v.Waits = append(v.Waits, waitRow{At: end.UTC().Format("15:04:05.000"), Call: fmt.Sprint(c.ID), Target: txt(tg),
-					Source: cmp.Or(string(a.DelaySource), "none"), Planned: dur(planned(a)), Waited: dur(a.Waited), Why: txt(why)})
-			}
-			if a.Decision == retry.DecideFailover && j+1 < len(c.AttemptsList) {
-				n := &c.AttemptsList[j+1]
-				v.Totals.Failovers++
-				reason := fmt.Sprintf("%s (HTTP %d", a.Class, a.Status)
-				if a.Code != "" {
-					reason += " " + a.Code
-				}
-				reason += ")"
-				if broken(a) {
-					reason += ", the stream broke mid-way"
-				}
-				if a.RetryAfter != nil {
-					reason += fmt.Sprintf(", the server asked %s, more than the failover wait", dur(*a.RetryAfter))
-				}
-				if a.FailedOverByUser {
-					reason += ", " + a.FailoverNote()
-				}
-				if a.Message != "" {
-					reason += ": " + sanitize.Truncate(a.Message, 200)
-				}
-				v.Failovers = append(v.Failovers, failoverRow{At: end.UTC().Format("15:04:05.000"), Call: fmt.Sprint(c.ID),
-					From: txt(tg), To: txt(n.Target.String()), Reason: txt(reason)})
-				tl.Arrows = append(tl.Arrows, arrow{X1: x2, Y1: y, X2: x(n.StartedAt), Y2: laneY(n.Target.String()),
-					Title: txt(fmt.Sprintf("call %d failed over: %s → %s", c.ID, tg, n.Target.String()))})
-			}
-			// Limits.
-			if l := a.Limits; !l.Empty() {
-				s := snap{at: cmp.Or(l.At, end), req: math.NaN(), tok: math.NaN()}
-				if r := l.Requests; r != nil && r.HasLimit && r.HasRemaining && r.Limit > 0 {
-					s.req = float64(r.Remaining) / float64(r.Limit)
-					s.reqS = fmt.Sprintf("requests %d/%d", r.Remaining, r.Limit)
-				}
-				if t := cmp.Or(l.Tokens, l.InputTokens); t != nil && t.HasLimit && t.HasRemaining && t.Limit > 0 {
-					s.tok = float64(t.Remaining) / float64(t.Limit)
-					s.reqS = strings.TrimPrefix(s.reqS+fmt.Sprintf(" · tokens %d/%d", t.Remaining, t.Limit), " · ")
-				}
-				snaps[tg] = append(snaps[tg], s)
-			}
-			if a.Class != stream.ClassOK {
-				limitMarks[tg] = append(limitMarks[tg], mark{X: x1, Class: cssClass(a), Letter: letter(a), Title: title})
-			}
-			row.Attempts = append(row.Attempts, attemptRowOf(a))
-		}
-		v.Calls = append(v.Calls, row)
+// attempt adds c's attempt j: its totals, its provider's, its timeline
+// mark, its wait, its failover and its limits.
+func (b *builder) attempt(c *store.Call, j int) {
+	v, ax := &b.v, &b.ax
+	a := &c.AttemptsList[j]
+	tg := a.Target.String()
+	served := a.Class == stream.ClassOK && c.ServedBy != nil
+	if !served {
+		v.Totals.Wasted++
 	}
-	var waited time.Duration
-	for i := range in.Calls {
-		waited += in.Calls[i].Waited
+	if a.Class == stream.ClassQuota {
+		v.Totals.Quota++
 	}
-	v.Totals.Waited = dur(waited)
+	if broken(a) {
+		v.Totals.Broken++
+	}
+	p := b.prov[a.Target.Provider]
+	if p == nil {
+		p = &provAcc{}
+		b.prov[a.Target.Provider] = p
+		b.provOrder = append(b.provOrder, a.Target.Provider)
+	}
+	p.add(a, served)
 
-	// Limits over time, one chart per target that reported any.
+	// Timeline mark.
+	tl := &v.Timeline
+	x1, x2 := ax.x(a.StartedAt), ax.x(a.StartedAt.Add(a.Duration))
+	w := max(x2-x1, 12)
+	y := ax.laneY(tg)
+	title := txt(fmt.Sprintf("call %d attempt %d · %s · %s · HTTP %d %s · %s", c.ID, a.N, tg, a.Class, a.Status, a.Code, dur(a.Duration)))
+	tl.Marks = append(tl.Marks, mark{X: x1, Y: y - 9, W: w, H: 18, TextX: x1 + w/2, TextY: y + 4, Class: cssClass(a), Letter: letter(a), Title: title})
+	if a.Paced > 0 {
+		tl.Waits = append(tl.Waits, span{X1: ax.x(a.StartedAt.Add(-a.Paced)), X2: x1, Y: y, Pacing: true,
+			Title: fmt.Sprintf("paced %s before attempt %d (limits snapshot)", dur(a.Paced), a.N)})
+	}
+	end := a.StartedAt.Add(a.Duration)
+	if a.Waited > 0 {
+		src := cmp.Or(string(a.DelaySource), "none")
+		tl.Waits = append(tl.Waits, span{X1: x2, X2: ax.x(end.Add(a.Waited)), Y: y,
+			Title: fmt.Sprintf("wait %s (%s) after attempt %d of call %d", dur(a.Waited), src, a.N, c.ID)})
+	}
+	if a.Waited > 0 || a.WaitPlanned > 0 {
+		b.waitRow(c, a, end)
+	}
+	if a.Decision == retry.DecideFailover && j+1 < len(c.AttemptsList) {
+		b.failover(c, a, &c.AttemptsList[j+1], x2, y)
+	}
+	if l := a.Limits; !l.Empty() {
+		b.snaps[tg] = append(b.snaps[tg], snapOf(l, end))
+	}
+	if a.Class != stream.ClassOK {
+		b.limitMarks[tg] = append(b.limitMarks[tg], mark{X: x1, Class: cssClass(a), Letter: letter(a), Title: title})
+	}
+}
+
+// waitRow adds the wait after c's attempt a, which ended at end.
+func (b *builder) waitRow(c *store.Call, a *retry.Attempt, end time.Time) {
+	b.v.Totals.Waits++
+	why := ""
+	if a.RetryAfter != nil {
+		why = "server asked " + dur(*a.RetryAfter)
+	}
+	if a.FailedOverByUser {
+		why = strings.TrimSpace(why + " · " + a.FailoverNote())
+	}
+	b.v.Waits = append(b.v.Waits, waitRow{At: end.UTC().Format("15:04:05.000"), Call: fmt.Sprint(c.ID), Target: txt(a.Target.String()),
+		Source: cmp.Or(string(a.DelaySource), "none"), Planned: dur(planned(a)), Waited: dur(a.Waited), Why: txt(why)})
+}
+
+// failover adds c's move from attempt a (its mark ending at x2 on lane y)
+// to attempt n: its row and its timeline arrow.
+func (b *builder) failover(c *store.Call, a, n *retry.Attempt, x2, y float64) {
+	tg := a.Target.String()
+	end := a.StartedAt.Add(a.Duration)
+	b.v.Totals.Failovers++
+	reason := fmt.Sprintf("%s (HTTP %d", a.Class, a.Status)
+	if a.Code != "" {
+		reason += " " + a.Code
+	}
+	reason += ")"
+	if broken(a) {
+		reason += ", the stream broke mid-way"
+	}
+	if a.RetryAfter != nil {
+		reason += fmt.Sprintf(", the server asked %s, more than the failover wait", dur(*a.RetryAfter))
+	}
+	if a.FailedOverByUser {
+		reason += ", " + a.FailoverNote()
+	}
+	if a.Message != "" {
+		reason += ": " + sanitize.Truncate(a.Message, 200)
+	}
+	b.v.Failovers = append(b.v.Failovers, failoverRow{At: end.UTC().Format("15:04:05.000"), Call: fmt.Sprint(c.ID),
+		From: txt(tg), To: txt(n.Target.String()), Reason: txt(reason)})
+	b.v.Timeline.Arrows = append(b.v.Timeline.Arrows, arrow{X1: x2, Y1: y, X2: b.ax.x(n.StartedAt), Y2: b.ax.laneY(n.Target.String()),
+		Title: txt(fmt.Sprintf("call %d failed over: %s → %s", c.ID, tg, n.Target.String()))})
+}
+
+// snapOf is the limits snapshot l, taken at end when it says no time.
+func snapOf(l *stream.Limits, end time.Time) snap {
+	s := snap{at: cmp.Or(l.At, end), req: math.NaN(), tok: math.NaN()}
+	if r := l.Requests; r != nil && r.HasLimit && r.HasRemaining && r.Limit > 0 {
+		s.req = float64(r.Remaining) / float64(r.Limit)
+		s.reqS = fmt.Sprintf("requests %d/%d", r.Remaining, r.Limit)
+	}
+	if t := cmp.Or(l.Tokens, l.InputTokens); t != nil && t.HasLimit && t.HasRemaining && t.Limit > 0 {
+		s.tok = float64(t.Remaining) / float64(t.Limit)
+		s.reqS = strings.TrimPrefix(s.reqS+fmt.Sprintf(" · tokens %d/%d", t.Remaining, t.Limit), " · ")
+	}
+	return s
+}
+
+// limitCharts adds the limits over time, one chart per target that
+// reported any.
+func (b *builder) limitCharts() {
 	const limH = 90
-	for _, tg := range targets {
-		ch := limitChart{Target: txt(tg), W: chartW, H: limH + 24, Ticks: ticks(t0, t1, x)}
-		ss := snaps[tg]
+	ax := &b.ax
+	for _, tg := range ax.targets {
+		ch := limitChart{Target: txt(tg), W: chartW, H: limH + 24, Ticks: ticks(ax.t0, ax.t1, ax.x)}
+		ss := b.snaps[tg]
 		slices.SortStableFunc(ss, func(a, b snap) int { return a.at.Compare(b.at) })
 		yOf := func(f float64) float64 { return 8 + (1-f)*float64(limH-16) }
 		var rp, tp []string
 		for _, s := range ss {
 			if !math.IsNaN(s.req) {
-				rp = append(rp, fmt.Sprintf("%.1f,%.1f", x(s.at), yOf(s.req)))
+				rp = append(rp, fmt.Sprintf("%.1f,%.1f", ax.x(s.at), yOf(s.req)))
 			}
 			if !math.IsNaN(s.tok) {
-				tp = append(tp, fmt.Sprintf("%.1f,%.1f", x(s.at), yOf(s.tok)))
+				tp = append(tp, fmt.Sprintf("%.1f,%.1f", ax.x(s.at), yOf(s.tok)))
 			}
 		}
 		ch.Requests, ch.Tokens = strings.Join(rp, " "), strings.Join(tp, " ")
@@ -410,16 +487,12 @@ func build(in Input) view {
 		if len(rp) == 0 && len(tp) == 0 {
 			ch.Note = "no limit headers in this target's responses"
 		}
-		for _, m := range limitMarks[tg] {
+		for _, m := range b.limitMarks[tg] {
 			m.Y, m.H, m.W, m.TextX, m.TextY = 4, limH-8, 2, m.X+4, 16
 			ch.Marks = append(ch.Marks, m)
 		}
-		v.Limits = append(v.Limits, ch)
+		b.v.Limits = append(b.v.Limits, ch)
 	}
-	for _, p := range provOrder {
-		v.Providers = append(v.Providers, prov[p].row(p))
-	}
-	return v
 }
 
 // planned is the wait announced after a: the history keeps WaitPlanned only

@@ -728,7 +728,9 @@ func (r *run) moveOn() step {
 	return stepFailover
 }
 
-// decide applies the policy to the attempt just made.
+// decide applies the policy's verdict (decideAttempt) on the attempt just
+// made: it records the decision, ends the call or moves it on, or waits
+// before the next try.
 func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries int, next bool) step {
 	e := sr.Err
 	if e == nil {
@@ -747,121 +749,65 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 	}
 	ec := *e
 	r.lastErr = &ec
-	if err := r.ctx.Err(); err != nil || (e.Class == stream.ClassCancelled && why == endedByServer) {
-		r.endAttempt(DecideCancel)
-		if err == nil {
-			err = context.Canceled
-		}
-		r.cancelled(err)
-		return stepDone
-	}
-	if r.pol.NoRetryAfterText && r.textSent && e.Class != stream.ClassQuota {
-		// The caller has part of this answer: another attempt's text
-		// cannot be glued onto it.
-		if e.Class == stream.ClassCaller {
-			r.endAttempt(DecideFail)
-			r.finish(OutcomeFailed, &ec)
-			return stepDone
-		}
-		r.endAttempt(DecideGiveUp)
-		r.finish(OutcomeGaveUp, &ec)
-		return stepDone
-	}
-	switch why {
-	case endedByUser:
-		r.move.ByUser = true
-		r.move.Reason = "failed over by you during the request"
-		return r.moveOn()
-	case endedByDeadline:
-		if next {
-			return r.moveOn()
-		}
-		r.endAttempt(DecideGiveUp)
-		r.finish(OutcomeGaveUp, &ec)
-		return stepDone
-	}
-
-	switch e.Class {
-	case stream.ClassQuota: // its cooldown is set already
-		if r.pol.FailoverOnQuota && next && !(r.pol.NoRetryAfterText && r.textSent) {
-			if acct := r.e.Doer.Scope(t, stream.ScopeAccount); acct != "" {
-				if r.stopped == nil {
-					r.stopped = map[string]bool{}
-				}
-				r.stopped[acct] = true
-			}
-			return r.moveOn()
-		}
-		r.endAttempt(DecideStop)
-		r.finish(OutcomeStopped, &ec)
-		return stepDone
-	case stream.ClassCaller:
-		if e.ModelSpecific && next {
-			return r.moveOn()
-		}
-		r.endAttempt(DecideFail)
-		r.finish(OutcomeFailed, &ec)
-		return stepDone
-	}
-
-	// Transient: rate_limit, overload, server, connection, timeout (and any
-	// class this package does not know, treated as server).
-	if e.NoRetry || oversize(e) {
-		return r.moveOrGiveUp(next)
-	}
-	if next && r.circuitOpen(t) {
-		// This failure (or another call's) opened t's circuit: another try
-		// would only be skipped.
-		r.move.Reason = fmt.Sprintf("%s answered %s; its circuit is open", t, describe(e))
-		return r.moveOn()
-	}
-	if next && (e.Class == stream.ClassTimeout || (e.Class == stream.ClassConnection && e.Status == 0 && !e.MidStream)) {
-		// A silent provider (a timeout, or a connection that ended without
-		// any response) is not retried while a fallback is left; a stream
-		// cut part-way is retried like any transient error.
-		return r.moveOn()
-	}
-	hasDelay := serverSource(e.DelaySource)
-	budgetLeft := len(r.res.Attempts) < r.pol.MaxAttempts
-	if !budgetLeft || (next && tries >= r.pol.TriesPerTarget) {
-		if !next && hasDelay && e.Delay > r.pol.MaxWait {
-			return r.deferred(e)
-		}
-		if budgetLeft {
-			return r.moveOn()
-		}
-		r.endAttempt(DecideGiveUp)
-		r.finish(OutcomeGaveUp, &ec)
-		return stepDone
-	}
-	if hasDelay && e.Delay > r.pol.FailoverWait && next {
-		return r.moveOn()
-	}
-	if hasDelay && !next && e.Delay > r.pol.MaxWait {
-		return r.deferred(e)
-	}
-
+	ctxErr := r.ctx.Err()
 	now := r.clock.Now()
-	w := Wait{Target: t, Deadline: r.deadline}
-	if hasDelay {
-		w.Duration = e.Delay + time.Duration(r.e.rand()*float64(r.pol.Jitter))
-		w.Asked = e.Delay
-		w.Source = e.DelaySource
-		w.Reason = fmt.Sprintf("%s asked %s (%s)", t, fmtDur(e.Delay), e.DelaySource)
-	} else {
-		w.Duration = r.backoff(tries)
-		w.Source = stream.SourceBackoff
-		w.Reason = fmt.Sprintf("%s answered %s; backing off %s (full jitter, try %d)", t, describe(e), fmtDur(w.Duration), tries)
-	}
-	w.Until = now.Add(w.Duration)
-	if w.Until.After(r.deadline) {
-		if next {
-			return r.moveOn()
+	v := decideAttempt(verdictIn{
+		Target: t, Err: e, Ended: why,
+		Cancelled:   ctxErr != nil,
+		TextSent:    r.textSent,
+		CircuitOpen: next && r.circuitOpen(t),
+		Tries:       tries, Next: next,
+		BudgetLeft: len(r.res.Attempts) < r.pol.MaxAttempts,
+		Now:        now, Deadline: r.deadline,
+		Policy: r.pol, Rand: r.e.rand,
+	})
+	switch v.Decision {
+	case DecideCancel:
+		r.endAttempt(DecideCancel)
+		if ctxErr == nil {
+			ctxErr = context.Canceled
 		}
-		r.endAttempt(DecideGiveUp)
-		r.finish(OutcomeGaveUp, &ec)
+		r.cancelled(ctxErr)
 		return stepDone
+	case DecideFailover:
+		if v.StopAccount {
+			r.stopAccount(t)
+		}
+		if v.ByUser {
+			r.move.ByUser = true
+		}
+		if v.Reason != "" {
+			r.move.Reason = v.Reason
+		}
+		return r.moveOn()
+	case DecideDefer:
+		r.last().DelaySource = e.DelaySource
+		r.endAttempt(DecideDefer)
+		r.res.RetryAt = v.RetryAt
+		r.finish(OutcomeDeferred, r.lastErr)
+		return stepDone
+	case DecideRetry:
+		return r.retryAfter(v.Wait, now)
 	}
+	r.endAttempt(v.Decision)
+	r.finish(v.Outcome, r.lastErr)
+	return stepDone
+}
+
+// stopAccount leaves t's account for the rest of the call: a quota error
+// there moved the call on.
+func (r *run) stopAccount(t stream.Target) {
+	if acct := r.e.Doer.Scope(t, stream.ScopeAccount); acct != "" {
+		if r.stopped == nil {
+			r.stopped = map[string]bool{}
+		}
+		r.stopped[acct] = true
+	}
+}
+
+// retryAfter ends the attempt being decided with a retry, waits w from now
+// and returns stepRetry, or what the call does when the wait ends otherwise.
+func (r *run) retryAfter(w Wait, now time.Time) step {
 	a := r.last()
 	a.DelaySource = w.Source
 	// attempt_end carries the wait about to be taken; the wait_end event
@@ -886,37 +832,6 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 		return stepFailover
 	}
 	return stepRetry
-}
-
-// moveOrGiveUp handles x-should-retry: false on a transient error.
-func (r *run) moveOrGiveUp(next bool) step {
-	if next && len(r.res.Attempts) < r.pol.MaxAttempts {
-		return r.moveOn()
-	}
-	r.endAttempt(DecideGiveUp)
-	r.finish(OutcomeGaveUp, r.lastErr)
-	return stepDone
-}
-
-func (r *run) deferred(e *stream.Error) step {
-	a := r.last()
-	a.DelaySource = e.DelaySource
-	r.endAttempt(DecideDefer)
-	r.res.RetryAt = r.clock.Now().Add(e.Delay)
-	r.finish(OutcomeDeferred, r.lastErr)
-	return stepDone
-}
-
-// backoff is full jitter: a random point in [0, min(cap, base*2^(n-1))).
-func (r *run) backoff(n int) time.Duration {
-	ceil := r.pol.BackoffBase
-	for i := 1; i < n && ceil < r.pol.BackoffCap; i++ {
-		ceil *= 2
-	}
-	if ceil > r.pol.BackoffCap {
-		ceil = r.pol.BackoffCap
-	}
-	return time.Duration(r.e.rand() * float64(ceil))
 }
 
 // setCooldown records the cooldown of a quota error on t and returns it (nil

@@ -47,86 +47,129 @@ func (v limitView) level(l limiter, hold bool) (int64, time.Duration) {
 func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 	now := s.clock.Now()
 	st := s.stateOf(p.name, req.account)
-	key := stateKey(p.name, req.account) // armed faults and holds: per account
-	cfg := st.cfg
-	d := decision{header: http.Header{}}
+	ad := &admission{s: s, p: p, req: req, st: st, now: now, outTokens: outTokens,
+		key: stateKey(p.name, req.account)} // armed faults and holds: per account
+	d := &ad.d
+	d.header = http.Header{}
 	d.idSeed = s.nextSeed()
 	d.requestID = p.newID(idRand(d.idSeed))
 	st.requests++
 
-	maxOut := req.maxTokens
-	if maxOut <= 0 {
-		maxOut = outTokens
+	ad.maxOut = req.maxTokens
+	if ad.maxOut <= 0 {
+		ad.maxOut = outTokens
 	}
-	in := float64(req.inputTokens)
+	ad.in = float64(req.inputTokens)
+	ad.count()
+	d.info = errorInfo{provider: p.name, model: req.model, requestID: d.requestID}
 
-	// OpenAI counts failed requests against its per-minute limit; Gemini
-	// counts even 503s against the daily quota.
-	var rpmWait time.Duration
+	if out, ok := ad.injected(); ok {
+		return out
+	}
+	if out, ok := ad.overLimit(); ok {
+		return out
+	}
+	s.account(p, st, now, ad.in, ad.maxOut, outTokens)
+	p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
+	d.firstToken, d.tps = drawPace(s.rng, st.cfg)
+	return *d
+}
+
+// admission is one request being decided: its provider's state at now and
+// the decision so far. Its methods run with s.mu held.
+type admission struct {
+	s         *Server
+	p         *provider
+	req       *simRequest
+	st        *provState
+	key       string // armed faults and holds: per account
+	now       time.Time
+	in        float64 // input tokens
+	maxOut    int     // the output tokens the request may take
+	outTokens int     // the output tokens of the answer
+	// How long the request must wait for the per-minute and per-day
+	// request limits and the capacity ramp (0: none).
+	rpmWait, rpdWait, rampWait time.Duration
+	d                          decision
+}
+
+// count reads the request limits and the ramp. OpenAI counts failed
+// requests against its per-minute limit; Gemini counts even 503s against
+// the daily quota.
+func (ad *admission) count() {
+	st, p, now := ad.st, ad.p, ad.now
 	if st.rpm != nil {
-		rpmWait = st.rpm.Wait(now, 1)
+		ad.rpmWait = st.rpm.Wait(now, 1)
 		if p.failuresCount {
 			st.rpm.Take(now, 1)
 		}
 	}
-	var rpdWait time.Duration
 	if st.rpd != nil {
-		rpdWait = st.rpd.Wait(now, 1)
+		ad.rpdWait = st.rpd.Wait(now, 1)
 		if p.dayCountsFailures {
 			st.rpd.Take(now, 1)
 		}
 	}
-	rampWait := s.ramp(st, now)
+	ad.rampWait = ad.s.ramp(st, now)
+}
 
-	d.info = errorInfo{provider: p.name, model: req.model, requestID: d.requestID}
-	fail := func(kind, code string, retry time.Duration) decision {
-		info := &d.info
-		info.kind, info.code, info.retryAfter = kind, code, retry
-		switch kind {
-		case FaultReset, FaultCut, FaultHang, FaultMidStream:
-			d.kind, d.code = kind, code
-			if kind == FaultCut || kind == FaultMidStream || (kind == FaultHang && code == "stall") {
-				s.account(p, st, now, in, maxOut, outTokens) // the model ran
-			}
-			st.errors++
-		default:
-			if info.limit == 0 {
-				s.fillLimitInfo(info, st, kind)
-			}
-			if info.resetAt.IsZero() && (kind == FaultSpendCap || kind == FaultDailyQuota) {
-				info.resetAt = s.spendReset(st, now)
-			}
-			rp := errorReply(*info)
-			d.reply = &rp
-			st.errors++
+// fail is the decision to answer with fault kind (code, retry-after
+// retry) instead of a clean answer.
+func (ad *admission) fail(kind, code string, retry time.Duration) decision {
+	s, p, st, now, d := ad.s, ad.p, ad.st, ad.now, &ad.d
+	info := &d.info
+	info.kind, info.code, info.retryAfter = kind, code, retry
+	switch kind {
+	case FaultReset, FaultCut, FaultHang, FaultMidStream:
+		d.kind, d.code = kind, code
+		if kind == FaultCut || kind == FaultMidStream || (kind == FaultHang && code == "stall") {
+			s.account(p, st, now, ad.in, ad.maxOut, ad.outTokens) // the model ran
 		}
-		p.d.limitHeaders(p, limitView{st: st, now: now, hold: s.holdEnd(key, now)}, d.header)
-		return d
+		st.errors++
+	default:
+		if info.limit == 0 {
+			s.fillLimitInfo(info, st, kind)
+		}
+		if info.resetAt.IsZero() && (kind == FaultSpendCap || kind == FaultDailyQuota) {
+			info.resetAt = s.spendReset(st, now)
+		}
+		rp := errorReply(*info)
+		d.reply = &rp
+		st.errors++
 	}
+	p.d.limitHeaders(p, limitView{st: st, now: now, hold: s.holdEnd(ad.key, now)}, d.header)
+	return *d
+}
 
+// injected is the decision of a fault that does not come from the limits:
+// an armed one (injected, or the hold one left), a failover-demo
+// degradation, a trace's next outcome, or the scenario's schedule. ok is
+// false when none applies.
+func (ad *admission) injected() (decision, bool) {
+	s, st, key, now := ad.s, ad.st, ad.key, ad.now
 	// Armed faults first: injected ones and the holds they left.
-	if a := s.armedFor(key, req, now); a != nil {
-		d.info.resetAt = a.resetAt
-		return fail(a.kind, a.code, a.retryAfter)
+	if a := s.armedFor(key, ad.req, now); a != nil {
+		ad.d.info.resetAt = a.resetAt
+		return ad.fail(a.kind, a.code, a.retryAfter), true
 	}
 	// A failover-demo degradation.
 	if now.Before(st.degradedUntil) {
 		if s.rng.Float64() < 0.6 {
-			return fail(FaultOverload, "", 0)
+			return ad.fail(FaultOverload, "", 0), true
 		}
 		// A 429 with retry-after 30s (or until the degradation ends), and
 		// refusing until then.
 		retry := min(30*time.Second, st.degradedUntil.Sub(now))
 		s.hold(key, FaultRateLimit, "", retry, now)
-		return fail(FaultRateLimit, "", retry)
+		return ad.fail(FaultRateLimit, "", retry), true
 	}
 	// Trace mode: the provider's next recorded outcome.
 	if step, ok := s.nextTrace(st); ok {
-		return s.replayStep(p, st, key, step, now, in, maxOut, outTokens, &d, fail)
+		return s.replayStep(ad.p, st, key, step, now, ad.in, ad.maxOut, ad.outTokens, &ad.d, ad.fail), true
 	}
 	// The scenario's schedule.
 	elapsed := now.Sub(s.started)
-	for i, r := range cfg.Faults {
+	for i, r := range st.cfg.Faults {
 		if !r.active(elapsed + st.phase[i]) {
 			continue
 		}
@@ -137,76 +180,76 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 					retry = defaultRetry(r.Kind)
 				}
 				s.hold(key, r.Kind, r.Code, retry, now)
-				return fail(r.Kind, r.Code, retry)
+				return ad.fail(r.Kind, r.Code, retry), true
 			}
-			d.info.resetAt = s.windowReset(r, elapsed+st.phase[i])
-			return fail(r.Kind, r.Code, r.RetryAfter)
+			ad.d.info.resetAt = s.windowReset(r, elapsed+st.phase[i])
+			return ad.fail(r.Kind, r.Code, r.RetryAfter), true
 		}
 	}
+	return decision{}, false
+}
 
-	// The documented limits.
+// overLimit is the refusal of a request past one of the documented
+// limits: the context window, the request size, the budget, the daily
+// and per-minute limits, the ramp. ok is false when the request fits.
+func (ad *admission) overLimit() (decision, bool) {
+	st, p, req, now, info := ad.st, ad.p, ad.req, ad.now, &ad.d.info
+	in, maxOut, cfg := ad.in, ad.maxOut, st.cfg
 	if cfg.ContextWindow > 0 && int64(req.inputTokens) > cfg.ContextWindow {
-		d.info.limit, d.info.requested = cfg.ContextWindow, int64(req.inputTokens)
-		return fail(FaultContextLength, "", 0)
+		info.limit, info.requested = cfg.ContextWindow, int64(req.inputTokens)
+		return ad.fail(FaultContextLength, "", 0), true
 	}
 	if p.tokensAtAdmission && st.tpm != nil && int64(req.inputTokens+maxOut) > st.tpm.Limit() {
-		d.info.limit, d.info.requested = st.tpm.Limit(), int64(req.inputTokens+maxOut)
-		return fail(FaultRequestTooLarge, "", 0)
+		info.limit, info.requested = st.tpm.Limit(), int64(req.inputTokens+maxOut)
+		return ad.fail(FaultRequestTooLarge, "", 0), true
 	}
 	if cfg.BudgetUSD > 0 {
-		s.rollSpend(st, now)
+		ad.s.rollSpend(st, now)
 		if st.spent >= cfg.BudgetUSD {
-			return fail(FaultSpendCap, cfg.SpendCode, 0)
+			return ad.fail(FaultSpendCap, cfg.SpendCode, 0), true
 		}
 	}
-	if rpdWait > 0 {
-		d.info.metric, d.info.limit, d.info.used = "requests", st.rpd.Limit(), st.rpd.Limit()
-		d.info.resetAt = now.Add(rpdWait)
-		return fail(FaultDailyQuota, "rpd", rpdWait)
+	if ad.rpdWait > 0 {
+		info.metric, info.limit, info.used = "requests", st.rpd.Limit(), st.rpd.Limit()
+		info.resetAt = now.Add(ad.rpdWait)
+		return ad.fail(FaultDailyQuota, "rpd", ad.rpdWait), true
 	}
 	if st.tpd != nil {
-		if w := st.tpd.Wait(now, in+float64(outTokens)); w > 0 {
-			d.info.metric, d.info.limit = "tokens", st.tpd.Limit()
-			d.info.used = st.tpd.Limit() - int64(st.tpd.Remaining(now))
-			d.info.requested = int64(in) + int64(outTokens)
-			d.info.resetAt = now.Add(w)
-			return fail(FaultDailyQuota, "tpd", w)
+		if w := st.tpd.Wait(now, in+float64(ad.outTokens)); w > 0 {
+			info.metric, info.limit = "tokens", st.tpd.Limit()
+			info.used = st.tpd.Limit() - int64(st.tpd.Remaining(now))
+			info.requested = int64(in) + int64(ad.outTokens)
+			info.resetAt = now.Add(w)
+			return ad.fail(FaultDailyQuota, "tpd", w), true
 		}
 	}
-	type check struct {
+	if ad.rpmWait > 0 {
+		info.metric, info.limit, info.used, info.requested = "requests", st.rpm.Limit(), st.rpm.Limit(), 1
+		return ad.fail(FaultRateLimit, "", ad.rpmWait), true
+	}
+	tpmIn := in // tokens counted against the per-minute tokens limit
+	if p.tokensAtAdmission {
+		tpmIn = in + float64(maxOut)
+	}
+	for _, c := range [...]struct {
 		l      limiter
 		n      float64
 		metric string
-	}
-	checks := []check{{st.itpm, in, "input tokens"}, {st.otpm, float64(maxOut), "output tokens"}}
-	if p.tokensAtAdmission {
-		checks = append(checks, check{st.tpm, in + float64(maxOut), "tokens"})
-	} else {
-		checks = append(checks, check{st.tpm, in, "tokens"})
-	}
-	if rpmWait > 0 {
-		d.info.metric, d.info.limit, d.info.used, d.info.requested = "requests", st.rpm.Limit(), st.rpm.Limit(), 1
-		return fail(FaultRateLimit, "", rpmWait)
-	}
-	for _, c := range checks {
+	}{{st.itpm, in, "input tokens"}, {st.otpm, float64(maxOut), "output tokens"}, {st.tpm, tpmIn, "tokens"}} {
 		if c.l == nil {
 			continue
 		}
 		if w := c.l.Wait(now, c.n); w > 0 {
-			d.info.metric, d.info.limit = c.metric, c.l.Limit()
-			d.info.used = c.l.Limit() - int64(c.l.Remaining(now))
-			d.info.requested = int64(c.n)
-			return fail(FaultRateLimit, "", w)
+			info.metric, info.limit = c.metric, c.l.Limit()
+			info.used = c.l.Limit() - int64(c.l.Remaining(now))
+			info.requested = int64(c.n)
+			return ad.fail(FaultRateLimit, "", w), true
 		}
 	}
-	if rampWait > 0 {
-		return fail(FaultSlowDown, "", rampWait)
+	if ad.rampWait > 0 {
+		return ad.fail(FaultSlowDown, "", ad.rampWait), true
 	}
-
-	s.account(p, st, now, in, maxOut, outTokens)
-	p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
-	d.firstToken, d.tps = drawPace(s.rng, cfg)
-	return d
+	return decision{}, false
 }
 
 // defaultRetry is the delay a rate_limit or slow_down fault names when it

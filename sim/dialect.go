@@ -158,45 +158,9 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 	pd := p.dialectAt(sub)
 	fallbackID := s.newID(p)
 	req := &simRequest{provider: p.name, requestID: fallbackID}
-	send := func(rp reply) {
-		if p.idHeader != "" {
-			rp.header.Set(p.idHeader, fallbackID)
-		}
-		writeReply(w, rp)
-	}
-	if c, ok := pd.(catalogueAPI); ok {
-		if rp, handled := c.catalogue(s, p, r, sub, req); handled {
-			send(rp)
-			return
-		}
-	}
-	if bad, ok := pd.route(p, r, sub, req); !ok {
-		send(bad)
+	if !s.admit(w, r, p, pd, sub, req, fallbackID) {
 		return
 	}
-	if bad, ok := pd.auth(p, r, fallbackID); !ok {
-		send(bad)
-		return
-	}
-	req.account = requestAccount(r)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			send(pd.tooLarge(errorInfo{provider: p.name, model: req.model, requestID: fallbackID}))
-		}
-		return
-	}
-	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
-		send(bad)
-		return
-	}
-	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {
-		// Before any limit is spent or any stream starts, as the providers do.
-		send(pd.modelNotFound(p, req.model, fallbackID))
-		return
-	}
-
 	pieces, truncated := s.answerText(req)
 	text := strings.Join(pieces, "")
 	out := tokensOf(text)
@@ -244,37 +208,89 @@ func (s *Server) serveProvider(w http.ResponseWriter, r *http.Request, p *provid
 	a := &answerPlan{req: req, d: d, pieces: pieces, text: text, out: out, finish: finish, pace: pace,
 		created: s.clock.Now(), ids: d.idSeed, cfg: &cfg, thinking: s.thinkingPieces(req)}
 	if !req.stream {
-		if !pace.sleep(ctx, s.closed, pace.firstToken+pace.perToken*time.Duration(out)) {
-			return
-		}
-		switch d.kind {
-		case FaultMidStream:
-			// A plain JSON answer cannot break part-way: the failure a
-			// stream would have carried comes as the HTTP error it stands for.
-			rp := pd.midStreamAsHTTP(d.info)
-			for k, vs := range rp.header {
-				h[k] = vs
-			}
-			writeReply(w, rp)
-			return
-		case FaultCut:
-			ct, body := pd.answer(a)
-			cutJSON(w, ct, mustJSON(body), d.code)
-			return
-		case FaultHang:
-			if s.hang(ctx) {
-				resetConn(w)
-			}
-			return
-		}
-		ct, body := pd.answer(a)
-		w.Header().Set("Content-Type", ct)
-		writeReply(w, reply{status: http.StatusOK, header: http.Header{}, body: mustJSON(body)})
+		s.answerWhole(ctx, w, pd, a)
 		return
 	}
 	o := newSSE(w)
 	o.h2 = r.ProtoMajor == 2
 	pd.stream(s, ctx, o, a)
+}
+
+// admit takes a request to provider p as far as the shared decision:
+// route, auth, body, parse (pd's), and a model the simulator serves. It
+// answers a request it refuses and says whether it goes on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, p *provider, pd dialect, sub string, req *simRequest, fallbackID string) bool {
+	send := func(rp reply) {
+		if p.idHeader != "" {
+			rp.header.Set(p.idHeader, fallbackID)
+		}
+		writeReply(w, rp)
+	}
+	if c, ok := pd.(catalogueAPI); ok {
+		if rp, handled := c.catalogue(s, p, r, sub, req); handled {
+			send(rp)
+			return false
+		}
+	}
+	if bad, ok := pd.route(p, r, sub, req); !ok {
+		send(bad)
+		return false
+	}
+	if bad, ok := pd.auth(p, r, fallbackID); !ok {
+		send(bad)
+		return false
+	}
+	req.account = requestAccount(r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			send(pd.tooLarge(errorInfo{provider: p.name, model: req.model, requestID: fallbackID}))
+		}
+		return false
+	}
+	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
+		send(bad)
+		return false
+	}
+	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {
+		// Before any limit is spent or any stream starts, as the providers do.
+		send(pd.modelNotFound(p, req.model, fallbackID))
+		return false
+	}
+	return true
+}
+
+// answerWhole sends a's answer as one JSON document after its pace's
+// time, or the fault a stands for (a mid-stream one as its HTTP error).
+func (s *Server) answerWhole(ctx context.Context, w http.ResponseWriter, pd dialect, a *answerPlan) {
+	if !a.pace.sleep(ctx, s.closed, a.pace.firstToken+a.pace.perToken*time.Duration(a.out)) {
+		return
+	}
+	h, d := w.Header(), a.d
+	switch d.kind {
+	case FaultMidStream:
+		// A plain JSON answer cannot break part-way: the failure a
+		// stream would have carried comes as the HTTP error it stands for.
+		rp := pd.midStreamAsHTTP(d.info)
+		for k, vs := range rp.header {
+			h[k] = vs
+		}
+		writeReply(w, rp)
+		return
+	case FaultCut:
+		ct, body := pd.answer(a)
+		cutJSON(w, ct, mustJSON(body), d.code)
+		return
+	case FaultHang:
+		if s.hang(ctx) {
+			resetConn(w)
+		}
+		return
+	}
+	ct, body := pd.answer(a)
+	w.Header().Set("Content-Type", ct)
+	writeReply(w, reply{status: http.StatusOK, header: http.Header{}, body: mustJSON(body)})
 }
 
 // newID makes a request id for an answer given before any decision.

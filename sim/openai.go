@@ -489,7 +489,16 @@ var openAICompat, groqCompat, deepseekCompat, mistralCompat, xaiCompat *compat
 // refer to their own row, so they are built in a function, not as
 // initialized variables).
 func initCompat() {
-	openAICompat = &compat{
+	openAICompat = openAIRow()
+	groqCompat = groqRow()
+	deepseekCompat = deepseekRow()
+	mistralCompat = mistralRow()
+	xaiCompat = xaiRow()
+}
+
+// openAIRow builds OpenAI's row; its replies reach the row through openAICompat.
+func openAIRow() *compat {
+	return &compat{
 		paths: []string{"/chat/completions"}, envelope: "nested", headers: "per-minute",
 		versionHeader: true, fingerprint: true, serviceTier: true, usageDetails: true, invalidCodes: true,
 		rateLimit: func(e errorInfo) reply {
@@ -537,7 +546,11 @@ func initCompat() {
 		},
 		contextLength: openAIContextLength(&openAICompat),
 	}
-	groqCompat = &compat{
+}
+
+// groqRow builds Groq's row; its replies reach the row through groqCompat.
+func groqRow() *compat {
+	return &compat{
 		reasoning: "reasoning",
 		paths:     []string{"/chat/completions"}, envelope: "nested-noparam", headers: "requests-per-day", fingerprint: true, xGroq: true,
 		rateLimit: func(e errorInfo) reply {
@@ -575,7 +588,11 @@ func initCompat() {
 		},
 		contextLength: openAIContextLength(&groqCompat),
 	}
-	deepseekCompat = &compat{
+}
+
+// deepseekRow builds DeepSeek's row; its replies reach the row through deepseekCompat.
+func deepseekRow() *compat {
+	return &compat{
 		reasoning: "reasoning_content",
 		paths:     []string{"/chat/completions", "/v1/chat/completions"}, envelope: "nested", fingerprint: true, invalidCodes: true,
 		rateLimit: func(errorInfo) reply {
@@ -596,7 +613,11 @@ func initCompat() {
 		},
 		contextLength: openAIContextLength(&deepseekCompat),
 	}
-	mistralCompat = &compat{
+}
+
+// mistralRow builds Mistral's row; its replies reach the row through mistralCompat.
+func mistralRow() *compat {
+	return &compat{
 		paths: []string{"/chat/completions"}, envelope: "flat-object", usageOnFinish: true,
 		forbidden: []string{"max_completion_tokens", "store", "stream_options"},
 		rateLimit: func(errorInfo) reply {
@@ -615,7 +636,11 @@ func initCompat() {
 		modelNotFound: func(m string) errSpec { return errSpec{400, "Invalid model: " + m, "invalid_model", "1500"} },
 		contextLength: openAIContextLength(&mistralCompat),
 	}
-	xaiCompat = &compat{
+}
+
+// xaiRow builds xAI's row; its replies reach the row through xaiCompat.
+func xaiRow() *compat {
+	return &compat{
 		reasoning: "reasoning_content",
 		paths:     []string{"/chat/completions"}, envelope: "flat-code", fingerprint: true, usageDetails: true,
 		rateLimit: func(e errorInfo) reply {

@@ -89,6 +89,26 @@ func inspectFile(path string) (boltMeta, error) {
 	if _, err := io.ReadFull(f, head); err != nil {
 		return none, fmt.Errorf("read meta pages: %w", err)
 	}
+	m, ps, err := chooseMeta(head, size)
+	if err != nil {
+		return none, err
+	}
+	if err := checkRoot(f, m, ps); err != nil {
+		return none, err
+	}
+	if m.freelist == noFreelist {
+		return m, nil
+	}
+	if err := checkFreelist(f, m, ps); err != nil {
+		return none, err
+	}
+	return m, nil
+}
+
+// chooseMeta finds the page size in head (the file's first two pages at
+// most) and the meta page bbolt will use, and checks it against the
+// file's size.
+func chooseMeta(head []byte, size int64) (boltMeta, int, error) {
 	// The page size, as bbolt finds it: from the first meta page, else the
 	// second one at every candidate offset.
 	ps := 0
@@ -103,10 +123,10 @@ func inspectFile(path string) (boltMeta, error) {
 		}
 	}
 	if ps < minPageSize || ps > maxPageSize || ps&(ps-1) != 0 {
-		return none, errors.New("no valid meta page")
+		return boltMeta{}, 0, errors.New("no valid meta page")
 	}
 	if int64(2*ps) > size {
-		return none, fmt.Errorf("file of %d bytes is shorter than its two meta pages", size)
+		return boltMeta{}, 0, fmt.Errorf("file of %d bytes is shorter than its two meta pages", size)
 	}
 	m0 := parseMeta(head[:ps])
 	m1 := parseMeta(head[ps : 2*ps])
@@ -119,73 +139,85 @@ func inspectFile(path string) (boltMeta, error) {
 		m = b
 	}
 	if !m.valid {
-		return none, errors.New("no valid meta page")
+		return boltMeta{}, 0, errors.New("no valid meta page")
 	}
 	if int(m.pageSize) != ps {
-		return none, fmt.Errorf("meta pages disagree on the page size (%d, %d)", ps, m.pageSize)
+		return boltMeta{}, 0, fmt.Errorf("meta pages disagree on the page size (%d, %d)", ps, m.pageSize)
 	}
 	pages := uint64(size) / uint64(ps)
 	if m.hwm < 2 || m.hwm > pages {
-		return none, fmt.Errorf("meta page says %d pages, the file holds %d", m.hwm, pages)
+		return boltMeta{}, 0, fmt.Errorf("meta page says %d pages, the file holds %d", m.hwm, pages)
 	}
-	readPage := func(id uint64) (hdr []byte, err error) {
-		hdr = make([]byte, pageHeader)
-		if _, err := f.ReadAt(hdr, int64(id)*int64(ps)); err != nil {
-			return nil, fmt.Errorf("page %d: %w", id, err)
-		}
-		if got := binary.LittleEndian.Uint64(hdr); got != id {
-			return nil, fmt.Errorf("page %d has id %d", id, got)
-		}
-		return hdr, nil
+	return m, ps, nil
+}
+
+// readPageHeader reads the header of page id (of ps bytes) and checks
+// that it names its own id.
+func readPageHeader(f *os.File, id uint64, ps int) ([]byte, error) {
+	hdr := make([]byte, pageHeader)
+	if _, err := f.ReadAt(hdr, int64(id)*int64(ps)); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
+	if got := binary.LittleEndian.Uint64(hdr); got != id {
+		return nil, fmt.Errorf("page %d has id %d", id, got)
+	}
+	return hdr, nil
+}
+
+// checkRoot checks that m's root page is in the file, a branch or a leaf,
+// and does not overflow it.
+func checkRoot(f *os.File, m boltMeta, ps int) error {
 	if m.root < 2 || m.root >= m.hwm {
-		return none, fmt.Errorf("root page %d outside the file's %d pages", m.root, m.hwm)
+		return fmt.Errorf("root page %d outside the file's %d pages", m.root, m.hwm)
 	}
-	hdr, err := readPage(m.root)
+	hdr, err := readPageHeader(f, m.root, ps)
 	if err != nil {
-		return none, fmt.Errorf("root: %w", err)
+		return fmt.Errorf("root: %w", err)
 	}
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != flagBranch && fl != flagLeaf {
-		return none, fmt.Errorf("root page %d has type %#x", m.root, fl)
+		return fmt.Errorf("root page %d has type %#x", m.root, fl)
 	}
 	if ov := uint64(binary.LittleEndian.Uint32(hdr[12:])); m.root+ov >= m.hwm {
-		return none, fmt.Errorf("root page %d overflows the file", m.root)
+		return fmt.Errorf("root page %d overflows the file", m.root)
 	}
-	if m.freelist == noFreelist {
-		return m, nil
-	}
+	return nil
+}
+
+// checkFreelist checks that m's free-list page is in the file, is one,
+// holds the ids it counts, and names only pages in the file.
+func checkFreelist(f *os.File, m boltMeta, ps int) error {
 	if m.freelist < 2 || m.freelist >= m.hwm {
-		return none, fmt.Errorf("free-list page %d outside the file's %d pages", m.freelist, m.hwm)
+		return fmt.Errorf("free-list page %d outside the file's %d pages", m.freelist, m.hwm)
 	}
-	hdr, err = readPage(m.freelist)
+	hdr, err := readPageHeader(f, m.freelist, ps)
 	if err != nil {
-		return none, fmt.Errorf("free list: %w", err)
+		return fmt.Errorf("free list: %w", err)
 	}
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != flagFreelist {
-		return none, fmt.Errorf("free-list page %d has type %#x", m.freelist, fl)
+		return fmt.Errorf("free-list page %d has type %#x", m.freelist, fl)
 	}
 	ov := uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	if m.freelist+ov >= m.hwm {
-		return none, fmt.Errorf("free-list page %d overflows the file", m.freelist)
+		return fmt.Errorf("free-list page %d overflows the file", m.freelist)
 	}
 	room := (1 + ov) * uint64(ps)
 	body := make([]byte, room-pageHeader)
 	if _, err := f.ReadAt(body, int64(m.freelist)*int64(ps)+pageHeader); err != nil {
-		return none, fmt.Errorf("free list: %w", err)
+		return fmt.Errorf("free list: %w", err)
 	}
 	count, idx := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(0)
 	if count == 0xFFFF {
 		count, idx = binary.LittleEndian.Uint64(body), 1
 	}
 	if count > (room-pageHeader)/8-idx {
-		return none, fmt.Errorf("free list of %d ids does not fit its %d pages", count, 1+ov)
+		return fmt.Errorf("free list of %d ids does not fit its %d pages", count, 1+ov)
 	}
 	for i := idx; i < idx+count; i++ {
 		if id := binary.LittleEndian.Uint64(body[i*8:]); id < 2 || id >= m.hwm {
-			return none, fmt.Errorf("free list names page %d, outside the file's %d pages", id, m.hwm)
+			return fmt.Errorf("free list names page %d, outside the file's %d pages", id, m.hwm)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // treeCheckMax is the largest file whose every tree checkOpen walks: about

@@ -271,14 +271,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	// process-wide logger (stderr by default): that logger is silenced, and a
 	// malformed entry is reported here by variable name only.
 	otel.SetLogger(logr.Discard())
-	for _, name := range []string{EnvHeaders, EnvTracesHeaders, EnvMetricsHeaders} {
-		if (tracesURL != "" || metricsURL != "") && !headersWellFormed(getenv(name)) {
-			fmt.Fprintf(t.stderr, "limitscope: telemetry: %s has a malformed entry (want key=value,...; values %%-encoded); it is not sent\n", name)
-		}
-	}
-	if p := strings.TrimSpace(getenv(EnvProtocol)); (tracesURL != "" || metricsURL != "") && p != "" && p != "http/protobuf" {
-		fmt.Fprintf(t.stderr, "limitscope: telemetry: %s=%s is not supported; exporting OTLP over HTTP (protobuf)\n", EnvProtocol, p)
-	}
+	warnEnv(t.stderr, getenv, tracesURL != "" || metricsURL != "")
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName("limitscope"), semconv.ServiceVersion(o.Version),
 			attribute.String("limitscope.command", o.Command)),
@@ -289,54 +282,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 
 	if tracesURL != "" {
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(tracesURL)}
-		if o.HTTPClient != nil {
-			opts = append(opts, otlptracehttp.WithHTTPClient(o.HTTPClient))
-		}
-		exp, err := otlptracehttp.New(ctx, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: traces exporter: %w", err)
-		}
-		tpo := []sdktrace.TracerProviderOption{sdktrace.WithResource(res),
-			sdktrace.WithBatcher(&countingSpans{SpanExporter: exp, t: t}, sdktrace.WithMaxQueueSize(8192))}
-		if o.Sampler != nil {
-			tpo = append(tpo, sdktrace.WithSampler(o.Sampler))
-		}
-		t.tp = sdktrace.NewTracerProvider(tpo...)
-		t.tracer = t.tp.Tracer("github.com/limitscope/limitscope/telemetry")
-	}
-
-	var readers []sdkmetric.Option
-	if metricsURL != "" {
-		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(metricsURL)}
-		if o.HTTPClient != nil {
-			opts = append(opts, otlpmetrichttp.WithHTTPClient(o.HTTPClient))
-		}
-		exp, err := otlpmetrichttp.New(ctx, opts...)
-		if err != nil {
-			t.shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: metrics exporter: %w", err)
-		}
-		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&countingMetrics{Exporter: exp, t: t})))
-	}
-	if o.Prometheus {
-		reg := prometheus.NewRegistry()
-		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
-		if err != nil {
-			t.shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: prometheus: %w", err)
-		}
-		readers = append(readers, sdkmetric.WithReader(exp))
-		t.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	}
-	if len(readers) > 0 {
-		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-		m := t.mp.Meter("github.com/limitscope/limitscope/telemetry")
-		t.inst, err = newInstruments(m, t)
-		if err != nil {
-			t.shutdown(ctx)
+		if err := t.startTraces(ctx, o, tracesURL, res); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.startMetrics(ctx, o, metricsURL, res); err != nil {
+		t.shutdown(ctx)
+		return nil, err
 	}
 	n := o.QueueSize
 	if n <= 0 {
@@ -345,6 +297,76 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	t.jobs = make(chan job, n)
 	go t.work()
 	return t, nil
+}
+
+// warnEnv reports, by variable name only, the OTEL_* settings export
+// cannot honour (exporting: an OTLP endpoint is set): a malformed header
+// entry, a protocol other than http/protobuf.
+func warnEnv(stderr io.Writer, getenv func(string) string, exporting bool) {
+	for _, name := range []string{EnvHeaders, EnvTracesHeaders, EnvMetricsHeaders} {
+		if exporting && !headersWellFormed(getenv(name)) {
+			fmt.Fprintf(stderr, "limitscope: telemetry: %s has a malformed entry (want key=value,...; values %%-encoded); it is not sent\n", name)
+		}
+	}
+	if p := strings.TrimSpace(getenv(EnvProtocol)); exporting && p != "" && p != "http/protobuf" {
+		fmt.Fprintf(stderr, "limitscope: telemetry: %s=%s is not supported; exporting OTLP over HTTP (protobuf)\n", EnvProtocol, p)
+	}
+}
+
+// startTraces exports spans to url.
+func (t *Telemetry) startTraces(ctx context.Context, o Options, url string, res *resource.Resource) error {
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(url)}
+	if o.HTTPClient != nil {
+		opts = append(opts, otlptracehttp.WithHTTPClient(o.HTTPClient))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("telemetry: traces exporter: %w", err)
+	}
+	tpo := []sdktrace.TracerProviderOption{sdktrace.WithResource(res),
+		sdktrace.WithBatcher(&countingSpans{SpanExporter: exp, t: t}, sdktrace.WithMaxQueueSize(8192))}
+	if o.Sampler != nil {
+		tpo = append(tpo, sdktrace.WithSampler(o.Sampler))
+	}
+	t.tp = sdktrace.NewTracerProvider(tpo...)
+	t.tracer = t.tp.Tracer("github.com/limitscope/limitscope/telemetry")
+
+	return nil
+}
+
+// startMetrics exports metrics to url (none: "") and, with o.Prometheus,
+// serves them for scraping; the caller shuts t down on an error.
+func (t *Telemetry) startMetrics(ctx context.Context, o Options, url string, res *resource.Resource) error {
+	var readers []sdkmetric.Option
+	if url != "" {
+		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(url)}
+		if o.HTTPClient != nil {
+			opts = append(opts, otlpmetrichttp.WithHTTPClient(o.HTTPClient))
+		}
+		exp, err := otlpmetrichttp.New(ctx, opts...)
+		if err != nil {
+			return fmt.Errorf("telemetry: metrics exporter: %w", err)
+		}
+		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&countingMetrics{Exporter: exp, t: t})))
+	}
+	if o.Prometheus {
+		reg := prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+		if err != nil {
+			return fmt.Errorf("telemetry: prometheus: %w", err)
+		}
+		readers = append(readers, sdkmetric.WithReader(exp))
+		t.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	}
+	if len(readers) > 0 {
+		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		m := t.mp.Meter("github.com/limitscope/limitscope/telemetry")
+		var err error
+		if t.inst, err = newInstruments(m, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxChunks bounds the gaps between text chunks kept for one call.
