@@ -78,24 +78,24 @@ func (c *replyCheck) feed(b []byte) error {
 		switch c.state {
 		case stBulk:
 			k := min(int64(len(b)-i), c.bulk)
+			if c.used+k > c.max { // refused before it is taken
+				return bad("a reply over %d bytes", c.max)
+			}
 			c.bulk -= k
 			c.used += k
 			i += int(k)
-			if c.used > c.max {
-				return bad("a reply over %d bytes", c.max)
-			}
 			if c.bulk == 0 {
 				c.state = stType
 				c.value()
 			}
 			continue
 		}
+		if c.used+1 > c.max { // refused before it is taken
+			return bad("a reply over %d bytes", c.max)
+		}
 		x := b[i]
 		i++
 		c.used++
-		if c.used > c.max {
-			return bad("a reply over %d bytes", c.max)
-		}
 		switch c.state {
 		case stType:
 			if !lengthType(x) && !simpleType(x) {
