@@ -342,6 +342,18 @@ func (pm *memSlot) Progress(now time.Time, lim *stream.Limits) {
 		// first text opens the slot (opening it at the headers, sooner,
 		// overshoots a provider that tells no limits).
 		if w := lim.Requests; w != nil && w.HasRemaining && !w.PerDay {
+			// What the answer's end would learn of the headers, now: the
+			// bucket paces from them, and slow start ends.
+			g.headerRate, g.learned, g.succ = true, false, nil
+			sent := pm.sentAt
+			if sent.IsZero() {
+				sent = now
+			}
+			if !sent.Before(g.obsAt) {
+				sameRound := sent.Equal(g.obsAt)
+				g.obsAt = sent
+				pm.p.resyncLocked(g, sent, lim, now, sameRound)
+			}
 			g.known = true
 			pm.p.grow(g, math.Max(g.limit, math.Min(float64(w.Remaining), g.max)), now)
 			g.grantLocked()
