@@ -1,0 +1,35 @@
+#!/bin/sh
+# Regenerates the README's bench captures from the real binary: it builds
+# limitscope, runs each bench command the README shows (on the simulator,
+# minutes each) and writes "$ command" and its output between the README's
+# capture markers (<!-- capture:NAME --> ... <!-- /capture:NAME -->).
+#
+#   sh docs/capture-bench.sh        (from the repository's root)
+set -eu
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+go build -o "$dir/limitscope" .
+
+# run NAME COMMAND...: appends "$ limitscope COMMAND" and its stdout to NAME's capture.
+run() {
+	name=$1
+	shift
+	{
+		[ -s "$dir/$name" ] && echo
+		echo "\$ limitscope $*"
+		env -i HOME="$dir" PATH="$PATH" LIMITSCOPE_DB="$dir/history.db" "$dir/limitscope" "$@"
+	} >>"$dir/$name"
+}
+run bench-limits bench --sim --scenario bench --model openai/gpt-5.4-mini --requests 120 --concurrency 16
+run bench-limits bench --sim --scenario bench --model anthropic/claude-haiku-5-5 --requests 120 --concurrency 16
+run bench-spend-cap bench --sim --scenario spend-cap --model openai/gpt-5.4-mini --requests 120 --concurrency 16
+run bench-spend-cap bench --sim --scenario spend-cap --model anthropic/claude-haiku-5-5 --requests 120 --concurrency 16
+
+for name in bench-limits bench-spend-cap; do
+	awk -v name="$name" -v file="$dir/$name" '
+		$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
+		$0 == "<!-- /capture:" name " -->" { skip = 0 }
+		!skip { print }
+	' README.md >"$dir/README.md"
+	cp "$dir/README.md" README.md
+done
