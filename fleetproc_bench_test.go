@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitscope/limitscope/calls"
 	"github.com/limitscope/limitscope/fleet/fleettest"
 	"github.com/limitscope/limitscope/sim"
 )
@@ -128,25 +126,8 @@ func BenchmarkFleetProcesses(b *testing.B) {
 	}
 	redis := fleettest.Start(b)
 	dir := b.TempDir()
-	scen := filepath.Join(dir, "unlimited.ini")
-	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\ntokens_per_second = 1000000\nfirst_token_delay = 0s\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	env := e2eEnv(b, dir)
-	getenv := func(k string) string {
-		for _, kv := range slices.Backward(env) {
-			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-				return v
-			}
-		}
-		return ""
-	}
-	token, _, err := calls.ProxyToken(getenv) // made here, read by the children
-	if err != nil {
-		b.Fatal(err)
-	}
-	simAddr := freeAddr(b)
-	startChild(b, env, simAddr, "sim", "--listen", simAddr, "--scenario-file", scen)
+	env, token := childEnv(b, dir)
+	simAddr, _ := startUnlimitedSim(b, dir, env)
 	stub := newChargingStub(10, 10, simAddr)
 	stub.precise = os.Getenv("FLEET_PROC_RETRY_AFTER_MS") != ""
 	stub.charge = os.Getenv("FLEET_PROC_NO_CHARGE") == ""

@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/limitscope/limitscope/calls"
 )
 
 // gatewayStub is a light OpenAI upstream of the benchmarks' own: it
@@ -123,19 +121,7 @@ type gatewayRig struct {
 
 func newGatewayRig(b *testing.B, withFloor bool) *gatewayRig {
 	dir := b.TempDir()
-	env := e2eEnv(b, dir)
-	getenv := func(k string) string {
-		for _, kv := range slices.Backward(env) {
-			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-				return v
-			}
-		}
-		return ""
-	}
-	token, _, err := calls.ProxyToken(getenv)
-	if err != nil {
-		b.Fatal(err)
-	}
+	env, token := childEnv(b, dir)
 	g := &gatewayRig{stub: startGatewayStub(b), token: token, proxyAddr: freeAddr(b)}
 	g.proxy = startChild(b, append(env, "OPENAI_BASE_URL=http://"+g.stub.addr()+"/v1", "OPENAI_API_KEY=sk-bench-0123456789abcdef"),
 		g.proxyAddr, "proxy", "--listen", g.proxyAddr, "--quiet")

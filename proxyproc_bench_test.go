@@ -126,13 +126,10 @@ func bareProxyChild(spec string) {
 	os.Exit(1)
 }
 
-func benchProxyProcess(b *testing.B, mode string, conc int) {
-	dir := b.TempDir()
-	scen := filepath.Join(dir, "unlimited.ini")
-	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\ntokens_per_second = 1000000\nfirst_token_delay = 0s\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	env := e2eEnv(b, dir)
+// childEnv is the environment of the benchmarks' child processes (e2eEnv
+// in dir) and the proxy token it makes them read.
+func childEnv(b *testing.B, dir string) (env []string, token string) {
+	env = e2eEnv(b, dir)
 	getenv := func(k string) string {
 		for _, kv := range slices.Backward(env) {
 			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
@@ -141,12 +138,29 @@ func benchProxyProcess(b *testing.B, mode string, conc int) {
 		}
 		return ""
 	}
-	token, _, err := calls.ProxyToken(getenv) // made here, read by the child
+	token, _, err := calls.ProxyToken(getenv) // made here, read by the children
 	if err != nil {
 		b.Fatal(err)
 	}
-	simAddr, proxyAddr := freeAddr(b), freeAddr(b)
-	simCmd := startChild(b, env, simAddr, "sim", "--listen", simAddr, "--scenario-file", scen)
+	return env, token
+}
+
+// startUnlimitedSim starts `limitscope sim` as a child process with no
+// limits and instant answers, and returns its address and process.
+func startUnlimitedSim(b *testing.B, dir string, env []string) (string, *exec.Cmd) {
+	scen := filepath.Join(dir, "unlimited.ini")
+	if err := os.WriteFile(scen, []byte("name = unlimited\n[openai]\nrpm = 0\ntpm = 0\ntokens_per_second = 1000000\nfirst_token_delay = 0s\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	addr := freeAddr(b)
+	return addr, startChild(b, env, addr, "sim", "--listen", addr, "--scenario-file", scen)
+}
+
+func benchProxyProcess(b *testing.B, mode string, conc int) {
+	dir := b.TempDir()
+	env, token := childEnv(b, dir)
+	simAddr, simCmd := startUnlimitedSim(b, dir, env)
+	proxyAddr := freeAddr(b)
 	args := []string{"proxy", "--listen", proxyAddr, "--quiet"}
 	if mode == "no-history" {
 		args = append(args, "--no-history")
