@@ -40,6 +40,12 @@ import (
 // e2eMainEnv, when set, makes the test binary run main() instead of tests.
 const e2eMainEnv = "LIMITSCOPE_E2E_RUN_MAIN"
 
+// The exit codes the binary documents that these tests check.
+const (
+	exitOK    = 0
+	exitUsage = 2 // usage or configuration
+)
+
 func init() {
 	if os.Getenv(e2eMainEnv) == "1" {
 		main() // exits

@@ -14,10 +14,6 @@ import (
 // must stop what it started (simulators, recorders, streams, engines),
 // whether it ended well, failed or was cancelled.
 func TestMain(m *testing.M) {
-	if db := os.Getenv(fullDiskEnv); db != "" {
-		fullDiskSendChild(db)
-		os.Exit(0)
-	}
 	if spec := os.Getenv(bareProxyEnv); spec != "" {
 		bareProxyChild(spec)
 	}

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,9 +34,17 @@ func TestREADMEBenchFlags(t *testing.T) {
 			table[m[1]] = cells[2]
 		}
 	}
-	ta := newTestApp(nil)
-	run(context.Background(), ta.app, []string{"bench", "-h"})
-	help := ta.errOut.String() + ta.out.String()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "bench", "-h")
+	cmd.Env = e2eEnv(t, t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench -h: %v\n%s", err, out)
+	}
+	help := string(out)
 	flagRe := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
 	defRe := regexp.MustCompile(`\(default "?([^")]+)"?\)`)
 	lines := strings.Split(help, "\n")

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"unicode"
+
+	"github.com/limitscope/limitscope/sim"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // readmeCommand is one command the README shows.
@@ -165,6 +168,25 @@ func TestREADMEExamples(t *testing.T) {
 	}
 }
 
+// sendJSON is the part of `send --json`'s document the README's checks read.
+type sendJSON struct {
+	Outcome   string         `json:"outcome"`
+	Simulated bool           `json:"simulated"`
+	ServedBy  *stream.Target `json:"served_by"`
+	Attempts  []struct {
+		Provider string `json:"provider"`
+	} `json:"attempts"`
+}
+
+// requestsBy is the providers asked, in order.
+func requestsBy(d sendJSON) string {
+	var parts []string
+	for _, a := range d.Attempts {
+		parts = append(parts, a.Provider)
+	}
+	return strings.Join(parts, " ")
+}
+
 // check runs one README command and checks it does what the README says;
 // sends is how many send commands come before it.
 func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int, string, string)) {
@@ -188,7 +210,7 @@ func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int,
 			}
 			return
 		}
-		var doc sendDoc
+		var doc sendJSON
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Errorf("%s: not one JSON document: %v\n%s", c.line, err, out)
 			return
@@ -264,4 +286,22 @@ func flagValue(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// checkScenarioExample runs the README's history scenario example: the
+// calls the README sent before it, learnt into a file the simulator reads.
+func checkScenarioExample(t *testing.T, c readmeCommand, runCmd func([]string) (int, string, string)) {
+	code, out, errOut := runCmd(c.args)
+	if code != exitOK {
+		t.Errorf("%s: exit %d\n%s", c.line, code, errOut)
+		return
+	}
+	if err := sim.CheckScenario(strings.NewReader(out), "stdout"); err != nil {
+		t.Errorf("%s: the scenario does not parse: %v\n%s", c.line, err, out)
+	}
+	for _, want := range []string{"Source: calls since", "[openai]", "rpm = 500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: no %q in\n%s", c.line, want, out)
+		}
+	}
 }
