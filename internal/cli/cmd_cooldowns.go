@@ -100,8 +100,7 @@ func runCooldowns(ctx context.Context, a *app, args []string) int {
 		name = "cooldowns clear"
 	}
 	var hf historyFlags
-	fs := newReviewFlagSet(name)
-	hf.register(fs, false, 0)
+	fs := hf.flagSet(name, reviewSpec{})
 	stateFlag := registerState(fs)
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {

@@ -86,9 +86,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 
 func historyList(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history list")
-	hf.register(fs, true, 50)
-	hf.registerMode(fs)
+	fs := hf.flagSet("history list", reviewSpec{filters: true, limit: 50, mode: true})
 	fs.UintVar(&hf.before, "before", 0, "paging: only calls older than this id")
 	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
@@ -272,8 +270,7 @@ func modeOf(modes map[uint32]string, session uint32) string {
 
 func historyShow(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history show")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("history show", reviewSpec{})
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {
 		return code
@@ -529,9 +526,7 @@ func printCallTexts(o *textOut, c *store.Call) {
 func historyStats(ctx context.Context, a *app, args []string) int {
 	defer boundMemory()()
 	var hf historyFlags
-	fs := newReviewFlagSet("history stats")
-	hf.register(fs, true, 0)
-	hf.registerMode(fs)
+	fs := hf.flagSet("history stats", reviewSpec{filters: true, mode: true})
 	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
@@ -700,11 +695,9 @@ func liveHeap() uint64 {
 func historyExport(ctx context.Context, a *app, args []string) int {
 	defer boundMemory()()
 	var hf historyFlags
-	fs := newReviewFlagSet("history export")
-	hf.register(fs, true, 0)
+	fs := hf.flagSet("history export", reviewSpec{filters: true, mode: true})
 	format := fs.String("format", "jsonl", "jsonl (one call per line, with its attempts) or csv (one attempt per row)")
 	noText := fs.Bool("no-text", false, "leave out prompts, answers and partial text")
-	hf.registerMode(fs)
 	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
@@ -866,8 +859,7 @@ func csvText(s string) string {
 
 func historyPrune(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history prune")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("history prune", reviewSpec{})
 	keepS := fs.String("keep", "90d", "keep calls younger than this (e.g. 30d, 12h); 0 keeps everything")
 	compact := fs.Bool("compact", false, "then rewrite the file without its free pages, giving space back to the disk")
 	if ok, code := parseNoArgs(a, fs, args); !ok {
@@ -921,8 +913,7 @@ func historyPrune(ctx context.Context, a *app, args []string) int {
 
 func historyRepair(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history repair")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("history repair", reviewSpec{})
 	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code
 	}
@@ -952,8 +943,7 @@ func historyRepair(ctx context.Context, a *app, args []string) int {
 
 func historySessions(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history sessions")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("history sessions", reviewSpec{})
 	limit := fs.Int("limit", 50, "at most this many sessions (0: all)")
 	pos, ok, code := parseArgs(a, fs, args)
 	if !ok {

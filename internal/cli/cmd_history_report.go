@@ -25,9 +25,7 @@ var errReportFull = errors.New("report full")
 // file for a session (default: the newest) or a time range.
 func historyReport(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history report")
-	hf.register(fs, true, 0)
-	hf.registerMode(fs)
+	fs := hf.flagSet("history report", reviewSpec{filters: true, mode: true})
 	session := fs.Uint("session", 0, "the session to report (limitscope history sessions lists them); default: the newest, unless --since or --until is given")
 	until := fs.String("until", "", "only calls started before an age (30m) or a date (2026-11-01)")
 	out := fs.String("out", "", "write the report to this file (default: standard output)")

@@ -35,9 +35,7 @@ type scenarioOptions struct {
 func historyScenario(ctx context.Context, a *app, args []string) int {
 	defer boundMemory()()
 	var o scenarioOptions
-	fs := newReviewFlagSet("history scenario")
-	o.hf.register(fs, true, 0)
-	o.hf.registerMode(fs)
+	fs := o.hf.flagSet("history scenario", reviewSpec{filters: true, mode: true})
 	fs.UintVar(&o.session, "session", 0, "learn from this session (limitscope history sessions lists them); default: the newest, unless --since or --until is given")
 	fs.StringVar(&o.until, "until", "", "only calls started before an age (30m) or a date (2026-11-01)")
 	fs.StringVar(&o.out, "out", "", "write the scenario to this `file` (default: standard output); an existing file is kept unless --force")

@@ -25,8 +25,7 @@ type infoState struct {
 // answers).
 func runInfo(ctx context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("info")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("info", reviewSpec{})
 	stateFlag := registerState(fs)
 	if ok, code := parseNoArgs(a, fs, args); !ok {
 		return code

@@ -167,8 +167,7 @@ Flags:
 // target's compared over time.
 func historyCards(_ context.Context, a *app, args []string) int {
 	var hf historyFlags
-	fs := newReviewFlagSet("history cards")
-	hf.register(fs, false, 0)
+	fs := hf.flagSet("history cards", reviewSpec{})
 	limit := fs.Int("limit", 50, "at most this many cards, the newest (0: all)")
 	pos, err := histParse(fs, args)
 	if ok, code := flagResult(a, "limitscope history cards", err, flagHelp(fs, historyCardsHelp)); !ok {

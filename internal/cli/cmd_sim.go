@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -75,7 +74,7 @@ func runSim(ctx context.Context, a *app, args []string) int {
 		provs = append(provs, pj)
 	}
 	if *asJSON {
-		if code := simWriteJSON(a, map[string]any{
+		if code := writeJSON(a, map[string]any{
 			"url": r.URL, "scenario": r.Server.Scenario(), "admin_url": r.URL + "/_sim",
 			"seed": r.Server.Seed(), "instance": r.Server.Instance(),
 			"key": sim.FakeKey, "providers": provs, "env": r.Env(),
@@ -109,7 +108,7 @@ func simList(a *app, file, scenario string, asJSON bool) int {
 		models = s.Models()
 	}
 	if asJSON {
-		return simWriteJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults(), "models": models})
+		return writeJSON(a, map[string]any{"scenarios": sim.Scenarios(), "faults": sim.Faults(), "models": models})
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tDESCRIPTION")
@@ -147,15 +146,4 @@ func printSimBanner(w io.Writer, r *sim.Running, provs []simProviderJSON) {
 		fmt.Fprintf(w, "export %s\n", e)
 	}
 	fmt.Fprintf(w, "\n# admin: POST %s/_sim/scenario {\"name\":\"busy\"}, POST %s/_sim/fault {\"provider\":\"openai\",\"kind\":\"rate_limit\",\"retry_after\":\"20s\"}, GET %s/_sim/armed, POST %s/_sim/clear {}, GET %s/_sim/status\n", r.URL, r.URL, r.URL, r.URL, r.URL)
-}
-
-// simWriteJSON prints v as one indented JSON document on stdout.
-func simWriteJSON(a *app, v any) int {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(a.stderr, "limitscope: writing JSON: %v\n", err)
-		return exitFailed
-	}
-	return exitOK
 }

@@ -116,7 +116,27 @@ func (hf *historyFlags) register(fs *flag.FlagSet, filters bool, limit int) {
 	}
 }
 
-// registerMode adds --mode (list and export).
+// reviewSpec says which of the shared flags a review subcommand takes:
+// --db and --json always; the history filters and --limit (its default
+// limit) with filters; --mode with mode.
+type reviewSpec struct {
+	filters bool
+	limit   int
+	mode    bool
+}
+
+// flagSet is a review subcommand's flag set with the shared flags s names
+// bound to hf.
+func (hf *historyFlags) flagSet(name string, s reviewSpec) *flag.FlagSet {
+	fs := newReviewFlagSet(name)
+	hf.register(fs, s.filters, s.limit)
+	if s.mode {
+		hf.registerMode(fs)
+	}
+	return fs
+}
+
+// registerMode binds --mode.
 func (hf *historyFlags) registerMode(fs *flag.FlagSet) {
 	fs.StringVar(&hf.mode, "mode", "", "only calls recorded in this mode: real or simulated")
 }
