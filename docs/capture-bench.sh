@@ -1,8 +1,8 @@
 #!/bin/sh
-# Regenerates the README's bench captures from the real binary: it builds
-# limitscope, runs each bench command the README shows (on the simulator,
-# minutes each) and writes "$ command" and its output between the README's
-# capture markers (<!-- capture:NAME --> ... <!-- /capture:NAME -->).
+# Regenerates the bench captures (docs/retry-core.md) from the real binary: it builds
+# limitscope, runs each bench command the document shows (on the simulator,
+# minutes each) and writes "$ command" and its output between the
+# document's capture markers (<!-- capture:NAME --> ... <!-- /capture:NAME -->).
 #
 #   sh docs/capture-bench.sh        (from the repository's root)
 set -eu
@@ -26,10 +26,13 @@ run bench-spend-cap bench --sim --scenario spend-cap --model openai/gpt-5.4-mini
 run bench-spend-cap bench --sim --scenario spend-cap --model anthropic/claude-haiku-5-5 --requests 120 --concurrency 16
 
 for name in bench-limits bench-spend-cap; do
-	awk -v name="$name" -v file="$dir/$name" '
-		$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
-		$0 == "<!-- /capture:" name " -->" { skip = 0 }
-		!skip { print }
-	' README.md >"$dir/README.md"
-	cp "$dir/README.md" README.md
+	# The document that holds NAME's markers: README.md or one of docs/*.md.
+	for doc in $(grep -lF -- "<!-- capture:$name -->" README.md docs/*.md); do
+		awk -v name="$name" -v file="$dir/$name" '
+			$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
+			$0 == "<!-- /capture:" name " -->" { skip = 0 }
+			!skip { print }
+		' "$doc" >"$dir/doc.md"
+		cp "$dir/doc.md" "$doc"
+	done
 done

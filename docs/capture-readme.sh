@@ -1,8 +1,8 @@
 #!/bin/sh
-# Regenerates the README's console captures from the real binary: it builds
+# Regenerates the console captures (README.md, docs/commands.md) from the real binary: it builds
 # limitscope, runs it in a private tmux server at 120x40 on the simulator
 # (no key, a fresh history), plays the failover demo the README describes
-# and writes what tmux shows between the README's capture markers
+# and writes what tmux shows between the documents' capture markers
 # (<!-- capture:NAME --> ... <!-- /capture:NAME -->).
 #
 #   sh docs/capture-readme.sh        (from the repository's root; needs tmux)
@@ -51,11 +51,14 @@ tmux -L "$sock" capture-pane -p -t cap | sed -n 2,7p >"$dir/timeline"
 
 # Put each capture between its markers.
 for name in console timeline; do
-	awk -v name="$name" -v file="$dir/$name" '
-		$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
-		$0 == "<!-- /capture:" name " -->" { skip = 0 }
-		!skip { print }
-	' README.md >"$dir/README.md"
-	cp "$dir/README.md" README.md
+	# The document that holds NAME's markers: README.md or one of docs/*.md.
+	for doc in $(grep -lF -- "<!-- capture:$name -->" README.md docs/*.md); do
+		awk -v name="$name" -v file="$dir/$name" '
+			$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
+			$0 == "<!-- /capture:" name " -->" { skip = 0 }
+			!skip { print }
+		' "$doc" >"$dir/doc.md"
+		cp "$dir/doc.md" "$doc"
+	done
 done
-echo "capture-readme: README.md updated (console, timeline)" >&2
+echo "capture-readme: README.md and docs/commands.md updated (console, timeline)" >&2

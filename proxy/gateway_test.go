@@ -135,7 +135,7 @@ func TestQueuedCallsCountedAndTheirWaitRecorded(t *testing.T) {
 // The config in the README's team section parses, and names every limit
 // with its default value (the README's "defaults shown").
 func TestREADMETeamConfig(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile("../docs/proxy.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // shows (help.go) and its handler reads (handlers.go). Single-letter keys
 // act only when the prompt input is not focused; chords work everywhere.
 // The help is derived from these bindings: help_honesty_test.go fails when
-// one is missing from the help shown, and the README's key table is checked
+// one is missing from the help shown, and the key table of docs/commands.md is checked
 // against them (readme_keys_test.go).
 
 // KeyMap is every key the console answers to, a key map per view.
@@ -376,7 +376,7 @@ type keyGroup struct {
 // have one, the cursor reaches the rest.
 const faultDigits = "1234567890"
 
-// The sections' titles; the README's key table names them in its first
+// The sections' titles; the key table of docs/commands.md names them in its first
 // column.
 const (
 	groupGlobal       = "everywhere"
@@ -392,7 +392,7 @@ const (
 	groupConfirm      = "clear a stop?"
 )
 
-// groups is every key map, in the README's order.
+// groups is every key map, in the order of docs/commands.md's key table.
 func (k KeyMap) groups() []keyGroup {
 	return []keyGroup{
 		{groupGlobal, k.Global}, {groupMain, k.Main}, {groupInput, k.Input},

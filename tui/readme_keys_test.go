@@ -11,7 +11,7 @@ import (
 // (its "where" column names the section), exactly the keys bound there,
 // as the help labels them. The words are the README's own.
 func TestReadmeKeyTable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}

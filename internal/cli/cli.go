@@ -156,7 +156,7 @@ const commands = `Usage:
   limitscope info [--json]                          the paths in use and the proxy's token
   limitscope version
 
-Run "limitscope COMMAND --help" for a command's flags. See README.md.
+Run "limitscope COMMAND --help" for a command's flags. See README.md and docs/commands.md.
 `
 
 // usage prints the commands and the console's flags.

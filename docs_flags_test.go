@@ -8,17 +8,17 @@ import (
 	"testing"
 )
 
-// TestREADMEBenchFlags: the README's bench flag table names every flag of
-// `limitscope bench -h` with the default the binary has.
-func TestREADMEBenchFlags(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+// TestDocsBenchFlags: the bench flag table of docs/commands.md names every
+// flag of `limitscope bench -h` with the default the binary has.
+func TestDocsBenchFlags(t *testing.T) {
+	b, err := os.ReadFile("docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	start := strings.Index(readme, "### `bench`\n")
 	if start < 0 {
-		t.Fatal("no ### `bench` section in README.md")
+		t.Fatal("no ### `bench` section in docs/commands.md")
 	}
 	section := readme[start:]
 	if end := strings.Index(section[len("### `bench`\n"):], "\n### "); end >= 0 {
@@ -58,12 +58,12 @@ func TestREADMEBenchFlags(t *testing.T) {
 		name := m[1]
 		cell, ok := table[name]
 		if !ok {
-			t.Errorf("README's bench table lacks --%s", name)
+			t.Errorf("docs/commands.md's bench table lacks --%s", name)
 			continue
 		}
 		if i+1 < len(lines) {
 			if d := defRe.FindStringSubmatch(lines[i+1]); d != nil && !strings.Contains(cell, d[1]) {
-				t.Errorf("README says --%s defaults to %q; the binary: %s", name, strings.TrimSpace(cell), d[1])
+				t.Errorf("docs/commands.md says --%s defaults to %q; the binary: %s", name, strings.TrimSpace(cell), d[1])
 			}
 		}
 	}

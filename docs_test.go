@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -15,17 +20,43 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// readmeCommand is one command the README shows.
+// readmeCommand is one command a document shows.
 type readmeCommand struct {
-	line string   // as written
+	line string   // as written, after the document's name
 	args []string // after "go run ." or "limitscope"
 }
 
-// readmeCommands extracts every command the README shows: each line of a
-// ```sh block, and each "$ limitscope ..." line of a captured run.
+// docFiles is every document whose commands and links the tests check:
+// README.md first, then docs/*.md in name order.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) < 6 {
+		t.Fatalf("found %d documents in docs/; the glob is broken", len(docs))
+	}
+	sort.Strings(docs)
+	return append([]string{"README.md"}, docs...)
+}
+
+// readmeCommands extracts every command the documents show, in order:
+// each line of a ```sh block, and each "$ limitscope ..." line of a
+// captured run.
 func readmeCommands(t *testing.T) []readmeCommand {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
+	var out []readmeCommand
+	for _, f := range docFiles(t) {
+		out = append(out, docCommands(t, f)...)
+	}
+	return out
+}
+
+// docCommands extracts the commands one document shows.
+func docCommands(t *testing.T, file string) []readmeCommand {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,19 +85,20 @@ func readmeCommands(t *testing.T) []readmeCommand {
 		if cmd == "" {
 			continue
 		}
+		line := file + ": " + cmd
 		words := shellWords(t, cmd)
 		switch {
 		case len(words) >= 2 && words[0] == "go" && words[1] == "test":
-			out = append(out, readmeCommand{line: cmd, args: nil})
+			out = append(out, readmeCommand{line: line, args: nil})
 			continue
 		case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == ".":
 			words = words[3:]
 		case words[0] == "limitscope":
 			words = words[1:]
 		default:
-			t.Fatalf("README command %q: not go run . or limitscope", cmd)
+			t.Fatalf("%s: not go run . or limitscope", line)
 		}
-		out = append(out, readmeCommand{line: cmd, args: words})
+		out = append(out, readmeCommand{line: line, args: words})
 	}
 	return out
 }
@@ -105,14 +137,14 @@ func shellWords(t *testing.T, s string) []string {
 	return words
 }
 
-// TestREADMEExamples runs every command the README shows, on the
-// simulator with no key, in the order written and sharing one history, and
-// checks each does what the README says of it.
-func TestREADMEExamples(t *testing.T) {
+// TestDocsExamples runs every command the README and docs/*.md show, on
+// the simulator with no key, in the order written (README.md first) and
+// sharing one history, and checks each does what the document says of it.
+func TestDocsExamples(t *testing.T) {
 	t.Parallel()
 	cmds := readmeCommands(t)
 	if len(cmds) < 6 {
-		t.Fatalf("found %d README commands; the extraction is broken", len(cmds))
+		t.Fatalf("found %d commands in the documents; the extraction is broken", len(cmds))
 	}
 	dir := t.TempDir()
 	env := e2eEnv(t, dir)
@@ -135,7 +167,7 @@ func TestREADMEExamples(t *testing.T) {
 		}
 		return 0, out.String(), errb.String()
 	}
-	// Commands run in README order; those between two history commands
+	// Commands run in the documents' order; those between two history commands
 	// run at once (each answer is paced as a real one), and a history
 	// command waits for every command before it.
 	sends := 0
@@ -168,7 +200,7 @@ func TestREADMEExamples(t *testing.T) {
 	}
 }
 
-// sendJSON is the part of `send --json`'s document the README's checks read.
+// sendJSON is the part of `send --json`'s document the documents' checks read.
 type sendJSON struct {
 	Outcome   string         `json:"outcome"`
 	Simulated bool           `json:"simulated"`
@@ -187,7 +219,7 @@ func requestsBy(d sendJSON) string {
 	return strings.Join(parts, " ")
 }
 
-// check runs one README command and checks it does what the README says;
+// check runs one command a document shows and checks it does what it says;
 // sends is how many send commands come before it.
 func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int, string, string)) {
 	switch {
@@ -241,7 +273,7 @@ func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int,
 		}
 	case c.args[0] == "bench":
 		// A captured run of minutes: run the limitscope policy of it,
-		// smaller, and check what the README says of that row.
+		// smaller, and check what the document says of that row.
 		args := append(append([]string(nil), c.args...), "--policy", "limitscope", "--requests", "6", "--concurrency", "2", "--json")
 		code, out, errOut := runCmd(args)
 		var rep struct {
@@ -259,13 +291,13 @@ func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int,
 		p := rep.Policies[0]
 		if flagValue(c.args, "--scenario") == "spend-cap" {
 			if p.Stopped == 0 || p.AfterQuota != 0 {
-				t.Errorf("%s: limitscope stopped %d, after quota %d; the README says it stops and sends nothing after the quota error", c.line, p.Stopped, p.AfterQuota)
+				t.Errorf("%s: limitscope stopped %d, after quota %d; the document says it stops and sends nothing after the quota error", c.line, p.Stopped, p.AfterQuota)
 			}
 		} else if p.Completed != 6 {
-			t.Errorf("%s: limitscope completed %d/6; the README says all complete", c.line, p.Completed)
+			t.Errorf("%s: limitscope completed %d/6; the document says all complete", c.line, p.Completed)
 		}
 	default:
-		t.Errorf("README command %q has no check here: add one", c.line)
+		t.Errorf("%s: this command has no check here: add one", c.line)
 	}
 }
 
@@ -288,8 +320,8 @@ func flagValue(args []string, flag string) string {
 	return ""
 }
 
-// checkScenarioExample runs the README's history scenario example: the
-// calls the README sent before it, learnt into a file the simulator reads.
+// checkScenarioExample runs the history scenario example: the
+// calls the documents sent before it, learnt into a file the simulator reads.
 func checkScenarioExample(t *testing.T, c readmeCommand, runCmd func([]string) (int, string, string)) {
 	code, out, errOut := runCmd(c.args)
 	if code != exitOK {
@@ -304,4 +336,95 @@ func checkScenarioExample(t *testing.T, c readmeCommand, runCmd func([]string) (
 			t.Errorf("%s: no %q in\n%s", c.line, want, out)
 		}
 	}
+}
+
+// TestDocsLinks: every relative link in README.md and docs/*.md names a
+// file that exists, and an #anchor names a heading of that document.
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	linkRe := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	checked := 0
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRe.FindAllStringSubmatch(outsideCode(string(b)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			path, anchor, _ := strings.Cut(target, "#")
+			dest := file
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(file), path)
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s: link %s: %v", file, target, err)
+					continue
+				}
+			}
+			if anchor == "" {
+				continue
+			}
+			db, err := os.ReadFile(dest)
+			if err != nil {
+				t.Errorf("%s: link %s: %v", file, target, err)
+				continue
+			}
+			if !slices.Contains(headingAnchors(string(db)), anchor) {
+				t.Errorf("%s: link %s: %s has no heading #%s", file, target, dest, anchor)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d links; the extraction is broken", checked)
+	}
+}
+
+// outsideCode is a Markdown document without its fenced code blocks.
+func outsideCode(doc string) string {
+	var out strings.Builder
+	inBlock := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if !inBlock {
+			out.WriteString(line + "\n")
+		}
+	}
+	return out.String()
+}
+
+// headingAnchors is the anchor of every heading of a Markdown document, as
+// GitHub makes them: lower case, spaces as "-", punctuation but "-" and
+// "_" dropped, "-1", "-2"... after a repeated one.
+func headingAnchors(doc string) []string {
+	var out []string
+	seen := map[string]int{}
+	for _, line := range strings.Split(outsideCode(doc), "\n") {
+		text := strings.TrimLeft(line, "#")
+		if text == line || !strings.HasPrefix(text, " ") {
+			continue
+		}
+		var slug strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(text)) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				slug.WriteRune(r)
+			case r == ' ':
+				slug.WriteByte('-')
+			}
+		}
+		a := slug.String()
+		if n := seen[a]; n > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", a, n))
+		} else {
+			out = append(out, a)
+		}
+		seen[a]++
+	}
+	return out
 }
