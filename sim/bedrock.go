@@ -185,8 +185,8 @@ func (bedrockDialect) auth(p *provider, r *http.Request, _ string) (reply, bool)
 	if tok := r.Header.Get("X-Amz-Security-Token"); tok != "" && tok != FakeAWSSessionToken {
 		return awsError(403, "UnrecognizedClientException", "The security token included in the request is invalid."), false
 	}
-	if sig.service != "bedrock" {
-		return awsError(403, "InvalidSignatureException", "Credential should be scoped to correct service: 'bedrock'. "), false
+	if sig.service != p.sigV4Service {
+		return awsError(403, "InvalidSignatureException", "Credential should be scoped to correct service: '"+p.sigV4Service+"'. "), false
 	}
 	region, _, _, _ := bedrockPath(strings.TrimPrefix(r.URL.Path, p.prefix))
 	if region != "" && sig.region != region || !bedrockRegionRE.MatchString(sig.region) {

@@ -76,6 +76,17 @@ type provider struct {
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
 	apis map[string]dialect
+	// limits are the provider's default limits, prices and pace in every
+	// scenario: the per-minute and per-day limits as given (0: none), the
+	// others where set (zero: defaultProvider's base values).
+	limits providerConfig
+	// profileModels: a model may be named by an inference profile's ARN or a
+	// cross-Region profile ("us.", "eu.", ...), which stand for a catalogue
+	// model (Bedrock).
+	profileModels bool
+	// sigV4Service is the service name SigV4 signatures must be scoped to
+	// ("": the provider takes no SigV4).
+	sigV4Service string
 }
 
 // dialectAt is the dialect that serves sub, the path below the prefix.
@@ -105,17 +116,35 @@ func providerTable() []*provider {
 	return []*provider{
 		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, limitHeaders: true,
 			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
-			apis: map[string]dialect{"/responses": responsesDialect{}}},
-		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true},
+			apis: map[string]dialect{"/responses": responsesDialect{}},
+			// Continuous replenishment: x-ratelimit-reset-* is the time until
+			// the limit is full again (about 120 ms after 1 of 500 RPM).
+			limits: providerConfig{LimitKind: "bucket", RPM: 500, TPM: 200000, PriceIn: 0.25, PriceOut: 2, TokensPerSecond: 80, ContextWindow: 400000}},
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true,
+			limits: providerConfig{LimitKind: "bucket", RPM: 50, ITPM: 30000, OTPM: 8000, PriceIn: 3, PriceOut: 15,
+				FirstTokenDelay: 600 * time.Millisecond, ContextWindow: 200000}},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
 			dayCountsFailures: true, dayAtMidnight: true,
-			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}}},
+			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}},
+			limits: providerConfig{RPM: 10, TPM: 250000, RPD: 250, PriceIn: 0.3, PriceOut: 2.5, TokensPerSecond: 120,
+				FirstTokenDelay: 500 * time.Millisecond, ContextWindow: 1048576}},
 		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID, limitHeaders: true,
-			tokensAtAdmission: true, compat: groqCompat},
-		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
-		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
-		{name: "xai", prefix: "/xai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: xaiCompat},
-		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID},
+			tokensAtAdmission: true, compat: groqCompat,
+			limits: providerConfig{LimitKind: "bucket", RPM: 30, TPM: 12000, RPD: 14400, TPD: 500000, PriceIn: 0.59, PriceOut: 0.79,
+				TokensPerSecond: 300, FirstTokenDelay: 150 * time.Millisecond, ContextWindow: 131072}},
+		// DeepSeek documents no rate limit: under load it queues instead.
+		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat,
+			limits: providerConfig{PriceIn: 0.28, PriceOut: 0.42, TokensPerSecond: 40, FirstTokenDelay: 800 * time.Millisecond}},
+		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat,
+			limits: providerConfig{RPM: 60, TPM: 500000, PriceIn: 0.4, PriceOut: 2, TokensPerSecond: 70}},
+		{name: "xai", prefix: "/xai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: xaiCompat,
+			limits: providerConfig{RPM: 60, TPM: 16000, PriceIn: 3, PriceOut: 15, ContextWindow: 256000}},
+		// Bedrock: on-demand quotas per model and Region (requests and tokens
+		// per minute, a fixed window), Claude Haiku's prices.
+		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID,
+			limits: providerConfig{RPM: 250, TPM: 400000, PriceIn: 1, PriceOut: 5, TokensPerSecond: 70,
+				FirstTokenDelay: 500 * time.Millisecond, ContextWindow: 200000},
+			profileModels: true, sigV4Service: "bedrock"},
 	}
 }
 

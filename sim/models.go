@@ -121,7 +121,7 @@ var bedrockProfileRE = regexp.MustCompile(`^(?:us|eu|apac|global|jp|au|ca|us-gov
 // Bedrock an inference profile ARN's id, and a cross-Region profile's
 // model; elsewhere the name as given.
 func canonicalModel(provider, model string) string {
-	if provider != "bedrock" {
+	if p := providerOf(provider); p == nil || !p.profileModels {
 		return model
 	}
 	if strings.HasPrefix(model, "arn:") {

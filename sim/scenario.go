@@ -86,64 +86,38 @@ type scenario struct {
 	Providers   map[string]*providerConfig
 }
 
+// defaultProvider is the named provider's config in every scenario: the
+// base values, with its row's limits, prices and pace (provider.limits).
 func defaultProvider(name string) *providerConfig {
 	c := &providerConfig{LimitKind: "window", RampWindow: 10 * time.Second, TokensPerSecond: 60,
 		FirstTokenDelay: 400 * time.Millisecond, ContextWindow: 128000, PriceIn: 1, PriceOut: 4}
-	switch name {
-	case "openai":
-		// Continuous replenishment: x-ratelimit-reset-* is the time until
-		// the limit is full again (about 120 ms after 1 of 500 RPM).
-		c.LimitKind = "bucket"
-		c.RPM, c.TPM = 500, 200000
-		c.PriceIn, c.PriceOut = 0.25, 2
-		c.TokensPerSecond = 80
-		c.ContextWindow = 400000
-	case "anthropic":
-		c.LimitKind = "bucket"
-		c.RPM, c.ITPM, c.OTPM = 50, 30000, 8000
-		c.PriceIn, c.PriceOut = 3, 15
-		c.FirstTokenDelay = 600 * time.Millisecond
-		c.ContextWindow = 200000
-	case "gemini":
-		c.RPM, c.TPM, c.RPD = 10, 250000, 250
-		c.PriceIn, c.PriceOut = 0.3, 2.5
-		c.TokensPerSecond = 120
-		c.FirstTokenDelay = 500 * time.Millisecond
-		c.ContextWindow = 1048576
-	case "groq":
-		c.LimitKind = "bucket"
-		c.RPM, c.TPM, c.RPD, c.TPD = 30, 12000, 14400, 500000
-		c.PriceIn, c.PriceOut = 0.59, 0.79
-		c.TokensPerSecond = 300
-		c.FirstTokenDelay = 150 * time.Millisecond
-		c.ContextWindow = 131072
-	case "deepseek":
-		// DeepSeek documents no rate limit: under load it queues instead.
-		c.PriceIn, c.PriceOut = 0.28, 0.42
-		c.TokensPerSecond = 40
-		c.FirstTokenDelay = 800 * time.Millisecond
-	case "mistral":
-		c.RPM, c.TPM = 60, 500000
-		c.PriceIn, c.PriceOut = 0.4, 2
-		c.TokensPerSecond = 70
-	case "xai":
-		c.RPM, c.TPM = 60, 16000
-		c.PriceIn, c.PriceOut = 3, 15
-		c.ContextWindow = 256000
-	case "bedrock":
-		// On-demand quotas per model and Region (requests and tokens per
-		// minute, a fixed window), Claude Haiku's prices.
-		c.RPM, c.TPM = 250, 400000
-		c.PriceIn, c.PriceOut = 1, 5
-		c.TokensPerSecond = 70
-		c.FirstTokenDelay = 500 * time.Millisecond
-		c.ContextWindow = 200000
+	p := providerOf(name)
+	if p == nil {
+		return c
+	}
+	d := p.limits
+	c.RPM, c.TPM, c.ITPM, c.OTPM, c.RPD, c.TPD = d.RPM, d.TPM, d.ITPM, d.OTPM, d.RPD, d.TPD
+	if d.LimitKind != "" {
+		c.LimitKind = d.LimitKind
+	}
+	if d.PriceIn != 0 || d.PriceOut != 0 {
+		c.PriceIn, c.PriceOut = d.PriceIn, d.PriceOut
+	}
+	if d.TokensPerSecond != 0 {
+		c.TokensPerSecond = d.TokensPerSecond
+	}
+	if d.FirstTokenDelay != 0 {
+		c.FirstTokenDelay = d.FirstTokenDelay
+	}
+	if d.ContextWindow != 0 {
+		c.ContextWindow = d.ContextWindow
 	}
 	return c
 }
 
 func newScenario(name string) *scenario {
-	s := &scenario{Name: name, Primary: "openai", Providers: map[string]*providerConfig{}}
+	// The first row of the table is the provider failover-demo degrades.
+	s := &scenario{Name: name, Primary: providerNames[0], Providers: map[string]*providerConfig{}}
 	for _, p := range providerNames {
 		s.Providers[p] = defaultProvider(p)
 	}
