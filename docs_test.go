@@ -428,3 +428,83 @@ func headingAnchors(doc string) []string {
 	}
 	return out
 }
+
+// TestDocsProviderTables: the provider tables of the documents and
+// SECURITY.md's list of key variables name the providers of stream's
+// table, no more and no fewer. A new provider is a row in each.
+func TestDocsProviderTables(t *testing.T) {
+	t.Parallel()
+	var all, own, keys []string
+	for _, p := range stream.Providers() {
+		all = append(all, p.Name)
+		if p.Account == "" {
+			own = append(own, p.Name)
+			keys = append(keys, p.KeyEnv...)
+		}
+	}
+	// The README's table names each target prefix: `openai/`.
+	checkNames(t, "README.md's provider table", tableNames(t, "README.md", "## Providers and keys", "| prefix |", "/"), all)
+	checkNames(t, "sim/README.md's table of mounts", tableNames(t, "sim/README.md", "", "| provider | `*_BASE_URL` value |", ""), own)
+	checkNames(t, "sim/README.md's table of limits", tableNames(t, "sim/README.md", "## Limits", "| provider | default limits |", ""), own)
+	// SECURITY.md's first bullet lists every key variable.
+	b, err := os.ReadFile("SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "- Keys are read **only from the environment**")
+	bullet, _, _ := strings.Cut(rest, "\n- ")
+	if !ok {
+		t.Fatal("SECURITY.md: no bullet \"Keys are read **only from the environment**\"")
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile("`([A-Z0-9_]+)`").FindAllStringSubmatch(bullet, -1) {
+		listed = append(listed, m[1])
+	}
+	checkNames(t, "SECURITY.md's key variables", listed, keys)
+}
+
+// tableNames is the first cell of each row of the table whose header row
+// starts with header (after the heading section, when given), in
+// backquotes or not, without suffix.
+func tableNames(t *testing.T, file, section, header, suffix string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	if section != "" {
+		_, doc, _ = strings.Cut(doc, "\n"+section+"\n")
+	}
+	_, doc, ok := strings.Cut(doc, "\n"+header)
+	if !ok {
+		t.Fatalf("%s: no table with the header %q", file, header)
+	}
+	var names []string
+	for i, line := range strings.Split(doc, "\n") {
+		if i < 2 {
+			continue // the rest of the header, and the separator row
+		}
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cell := strings.TrimSpace(strings.Split(line, "|")[1])
+		names = append(names, strings.TrimSuffix(strings.Trim(cell, "`"), suffix))
+	}
+	return names
+}
+
+// checkNames reports the names want has and got lacks, and the other way.
+func checkNames(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s lacks %s (in stream's provider table)", what, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("%s names %s, which stream's provider table does not", what, g)
+		}
+	}
+}

@@ -74,6 +74,13 @@ type ProviderInfo struct {
 	// an API variant ("openai:responses") shares the provider's key, base
 	// URL, limits and account-wide cooldowns.
 	Account string
+
+	// KeyExample is a made-up key in the shape the provider issues, as it
+	// travels: bare where the shape is the provider's own (sk-, gsk_,
+	// AIza...), after "Bearer " where it has none (Mistral's 32 letters and
+	// digits). internal/sanitize's key shapes must redact it (a test
+	// checks); "" on an API variant, whose keys are its account's.
+	KeyExample string
 }
 
 // AccountName is the provider whose account the row's calls spend: Account,
@@ -89,26 +96,26 @@ func (p ProviderInfo) AccountName() string {
 var providers = []ProviderInfo{
 	{Name: "openai", Dialect: DialectOpenAI, KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
 		DefaultModel: "gpt-5.4-mini", ModelPrefixes: []string{"gpt-", "chatgpt-", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"},
-		MaxTokensField: "max_completion_tokens"},
+		MaxTokensField: "max_completion_tokens", KeyExample: "sk-proj-EXAMPLEexampleEXAMPLE0123"},
 	{Name: "anthropic", Dialect: DialectAnthropic, KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
-		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}},
+		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}, KeyExample: "sk-ant-api03-EXAMPLEexampleEXAMPLE0123"},
 	{Name: "gemini", Dialect: DialectGemini, KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
-		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}, GenAIName: "gcp.gemini"},
+		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}, GenAIName: "gcp.gemini", KeyExample: "AIzaSyEXAMPLEexampleEXAMPLEexample012"},
 	{Name: "groq", Dialect: DialectOpenAI, KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
-		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true},
+		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true, KeyExample: "gsk_EXAMPLEexampleEXAMPLE0123"},
 	{Name: "deepseek", Dialect: DialectOpenAI, KeyEnv: []string{"DEEPSEEK_API_KEY"}, BaseURLEnv: "DEEPSEEK_BASE_URL", DefaultBaseURL: "https://api.deepseek.com",
-		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}},
+		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}, KeyExample: "sk-EXAMPLEexampleEXAMPLE0123"},
 	{Name: "mistral", Dialect: DialectOpenAI, KeyEnv: []string{"MISTRAL_API_KEY"}, BaseURLEnv: "MISTRAL_BASE_URL", DefaultBaseURL: "https://api.mistral.ai/v1",
 		DefaultModel: "mistral-small-latest", ModelPrefixes: []string{"mistral-", "ministral-", "codestral-", "magistral-", "open-mistral-"},
-		NoStreamOptions: true, GenAIName: "mistral_ai"},
+		NoStreamOptions: true, GenAIName: "mistral_ai", KeyExample: "Bearer EXAMPLEexampleEXAMPLEexample012"},
 	{Name: "xai", Dialect: DialectOpenAI, KeyEnv: []string{"XAI_API_KEY"}, BaseURLEnv: "XAI_BASE_URL", DefaultBaseURL: "https://api.x.ai/v1",
-		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}, GenAIName: "x_ai"},
+		DefaultModel: "grok-4-fast", ModelPrefixes: []string{"grok-"}, GenAIName: "x_ai", KeyExample: "xai-EXAMPLEexampleEXAMPLE0123"},
 	// Bedrock: a Bedrock API key, else SigV4 with the AWS SDK's credential
 	// chain (see bedrock.go); the Region is the model's leading segment,
 	// else AWS_REGION. The base URL variable is the AWS SDKs' own.
 	{Name: "bedrock", Dialect: DialectBedrock, KeyEnv: []string{"AWS_BEARER_TOKEN_BEDROCK"}, BaseURLEnv: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
 		DefaultBaseURL: "https://bedrock-runtime.{region}.amazonaws.com", DefaultModel: "anthropic.claude-haiku-5-5-v1:0",
-		SigV4Service: "bedrock", GenAIName: "aws.bedrock"},
+		SigV4Service: "bedrock", GenAIName: "aws.bedrock", KeyExample: "ABSKEXAMPLEexampleEXAMPLE0123"},
 	// API variants: last, so that the console's default chain (the first
 	// three available rows) and bare model names keep their providers.
 	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",

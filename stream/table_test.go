@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limitscope/limitscope/internal/sanitize"
 )
 
 // No code outside the provider table asks for a provider by name: every
@@ -122,6 +124,26 @@ func mustRead(t *testing.T, r interface{ Read([]byte) (int, error) }) []byte {
 		out = append(out, buf[:n]...)
 		if err != nil {
 			return out
+		}
+	}
+}
+
+// Every provider's keys are in a shape internal/sanitize redacts: a key
+// quoted in a provider's message or a caller's header never prints.
+func TestSanitizerKnowsEveryProvidersKeys(t *testing.T) {
+	for _, p := range Providers() {
+		if p.Account != "" {
+			continue
+		}
+		key := strings.TrimPrefix(p.KeyExample, "Bearer ")
+		if key == "" {
+			t.Errorf("%s: no KeyExample: give the shape of the provider's keys", p.Name)
+			continue
+		}
+		for _, msg := range []string{p.KeyExample, "Incorrect API key provided: " + p.KeyExample + "."} {
+			if got := sanitize.Secrets(msg); strings.Contains(got, key) {
+				t.Errorf("%s: sanitize.Secrets(%q) = %q: add the shape of its keys to internal/sanitize/secrets.go", p.Name, msg, got)
+			}
 		}
 	}
 }
