@@ -125,7 +125,7 @@ func (e *bucketEnv) Prepare(_ context.Context, _ string, _ *stream.Limits) (retr
 	return &stream.Router{Client: &stream.Client{HTTP: hc}, Endpoints: eps}, stop, nil
 }
 
-// TestPacingOnIndependentBucket (issue 15 point 3): 90 requests at
+// TestPacingOnIndependentBucket: 90 requests at
 // concurrency 16 against the independent bucket (5/s, burst 5), ten runs
 // with different jitter (the engine's, and the bucket's answer latency of 20-420 ms): every run gets at least 95% of the limit with at
 // most 2% of its requests rejected; and the same on the simulator's bench

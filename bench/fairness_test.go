@@ -8,7 +8,7 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// TestPacingFairLatency (issue 15 point 2): on the simulator's bench
+// TestPacingFairLatency: on the simulator's bench
 // scenario (5 requests/s), N closed-loop workers served first come, first
 // served each wait about N/5 s per call; the p99 latency must stay within
 // 1.3x of that FIFO ideal at 16 and 64 workers, with throughput unchanged

@@ -119,7 +119,7 @@ func TestSimCalmOpenAI(t *testing.T) {
 	})
 }
 
-// Issue 6's acceptance, in virtual time: on the simulator's bench scenario
+// In virtual time, on the simulator's bench scenario
 // (300 requests a minute, burst 5, short fast answers), 120 calls at
 // concurrency 16, limitscope completes all 120 at a goodput of at least 95%
 // of the limit, with at most 2% of its requests rejected; the common loops

@@ -66,8 +66,8 @@ type Options struct {
 	// the handler's goroutines (concurrently across calls, in order within
 	// one): the TUI's feed.
 	Events func(c retry.Call, ev retry.Event)
-	// Record wraps a call's sink so its events reach the history too (the
-	// command's historyHook.sink).
+	// Record wraps a call's sink so its events reach the history too (the history
+	// recorder's Sink, calls/).
 	Record func(c retry.Call, next func(retry.Event)) func(retry.Event)
 	// Commit, when set, makes a call's history record durable: it is called
 	// with the call's id (retry.Call.ID, Event.CallID) after the call's

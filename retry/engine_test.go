@@ -61,7 +61,7 @@ func with(r stream.Result, f func(e *stream.Error)) stream.Result {
 	return r
 }
 
-// Issue 2's worked cases, with exact request counts.
+// The retry core's worked cases, with exact request counts.
 func TestWorkedCases(t *testing.T) {
 	ok := retrytest.OK("hello there")
 	ra := retrytest.RateLimited

@@ -10,7 +10,7 @@ import (
 	"github.com/limitscope/limitscope/retry/retrytest"
 )
 
-// Issue 15 point 2: waiters for a concurrency slot are served first come,
+// Waiters for a concurrency slot are served first come,
 // first served. The old gate woke every waiter at once and let them race,
 // so a waiter could be passed over again and again.
 func TestSlotWaitersServedInOrder(t *testing.T) {

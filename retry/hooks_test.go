@@ -43,7 +43,7 @@ func waitEnds(evs []retry.Event) []retry.Wait {
 	return out
 }
 
-// Issue 12 points 2 and 5: ctrl+f during a 20 s Retry-After wait, 11 s in,
+// ctrl+f during a 20 s Retry-After wait, 11 s in,
 // moves the one call to the fallback at once; the attempt records the 11 s
 // actually waited, not 20 s, and that the user moved it.
 func TestFailOverDuringWait(t *testing.T) {
@@ -333,7 +333,7 @@ func TestFailoverOnQuota(t *testing.T) {
 	})
 }
 
-// Issue 12 point 7: the move names the 429 that caused it, not the 503
+// The move names the 429 that caused it, not the 503
 // retried before it.
 func TestMoveNamesItsCause(t *testing.T) {
 	clearEnv(t)
@@ -350,7 +350,7 @@ func TestMoveNamesItsCause(t *testing.T) {
 	}
 }
 
-// Issue 14 point 7, retry side: a stream over the size cap is not retried
+// A stream over the size cap is not retried
 // on the same target.
 func TestOversizeNotRetriedOnSameTarget(t *testing.T) {
 	clearEnv(t)
@@ -376,7 +376,7 @@ func hang(ctx context.Context, _ stream.Request, onText func(string)) stream.Res
 	return stream.Result{Status: 200, Text: "one", Err: &stream.Error{Class: stream.ClassCancelled, Status: 200, MidStream: true, Err: ctx.Err()}}
 }
 
-// Issue 14 point 3, retry side: the deadline bounds an attempt in flight;
+// The deadline bounds an attempt in flight;
 // on expiry the call fails over when a target is left, else gives up.
 func TestDeadlineBoundsAttemptInFlight(t *testing.T) {
 	clearEnv(t)

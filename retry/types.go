@@ -119,7 +119,7 @@ type Attempt struct {
 	TTFT        time.Duration
 	// TTFText is the time to the first visible text (after any thinking;
 	// 0: none), Thinking whether reasoning streamed, ReasoningTokens the
-	// provider's count of them (0: not reported). Issue 17.
+	// provider's count of them (0: not reported).
 	TTFText         time.Duration
 	Thinking        bool
 	ReasoningTokens int

@@ -164,8 +164,7 @@ func TestPresetBehaviour(t *testing.T) {
 		}
 	})
 	t.Run("failover-demo", func(t *testing.T) {
-		// Degraded from the first request, so a one-shot send fails over
-		// (issue 12 point 4).
+		// Degraded from the first request, so a one-shot send fails over.
 		s, _, clk := newTestSim(t, Options{Scenario: "failover-demo"})
 		if r := call(t, s, "openai", true); r.status != 503 && r.status != 429 {
 			t.Fatalf("first request: %d, want the degraded primary's 503 or 429", r.status)

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Limits cards (issue 17, `limitscope probe`): each probe's card, a JSON
+// Limits cards (`limitscope probe`): each probe's card, a JSON
 // document, kept in its own bucket by target and time, so that a later
 // session shows it and `history cards` compares a target's cards over time.
 // The bucket is made on the first card; files without it read as holding

@@ -21,7 +21,7 @@ const contendEnv = "LIMITSCOPE_STORE_TEST_CONTEND"
 
 // contendFullEnv set to a number runs TestContendedWritersLoseNothing with
 // that many writers, 2 MB prompts and the default JournalAfter (the
-// figures of issue 14: 200).
+// full-size figures: 200).
 const contendFullEnv = "LIMITSCOPE_TEST_CONTEND_FULL"
 
 // contendChild is one `send`: it records one call with a prompt of the
@@ -60,7 +60,7 @@ func contendChild(path string) {
 // call lands whole, none is left running, once one more open merged the
 // journals of the writers that could not get the lock in time. The
 // committed run forces the journal with a 1ms JournalAfter; set
-// LIMITSCOPE_TEST_CONTEND_FULL=200 for issue 14's 200 writers with 2 MB
+// LIMITSCOPE_TEST_CONTEND_FULL=200 for 200 writers with 2 MB
 // prompts and the defaults.
 func TestContendedWritersLoseNothing(t *testing.T) {
 	if testing.Short() {

@@ -38,8 +38,8 @@ type AttemptJSON struct {
 	// WaitPlannedMs into a wait of that length (0: during the request).
 	FailedOverByUser bool    `json:"failed_over_by_user,omitempty"`
 	WaitPlannedMs    float64 `json:"wait_planned_ms,omitempty"`
-	// TTFTextMs: the time to the first visible text, after any thinking
-	// (issue 17); Thinking: reasoning streamed; ReasoningTokens where reported.
+	// TTFTextMs: the time to the first visible text, after any thinking;
+	// Thinking: reasoning streamed; ReasoningTokens where reported.
 	TTFTextMs       float64 `json:"ttft_text_ms,omitempty"`
 	Thinking        bool    `json:"thinking,omitempty"`
 	ReasoningTokens int     `json:"reasoning_tokens,omitempty"`

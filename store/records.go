@@ -634,7 +634,7 @@ const (
 	afNoRetry
 	afLimits
 	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
-	afText   // the time to first visible text, the thinking flag and the reasoning tokens follow (issue 17)
+	afText   // the time to first visible text, the thinking flag and the reasoning tokens follow
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,

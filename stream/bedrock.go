@@ -498,7 +498,7 @@ func (d *bedrockDecoder) handle(typ, data string) step {
 				s.text, s.progress = t, true
 			} else if !isNull(dl.ReasoningContent) {
 				// A reasoning block's text, signature or redacted
-				// content: the model is thinking (issue 17).
+				// content: the model is thinking.
 				s.progress, s.thinking = true, true
 			} else if !isNull(dl.ToolUse) {
 				s.progress = true

@@ -120,7 +120,7 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 	h := chunkHead{err: m["error"], model: jsonString(m["modelVersion"]), id: jsonString(m["responseId"])}
 	if u := obj(string(m["usageMetadata"])); u != nil {
 		h.in, h.out = rawNumber(u["promptTokenCount"]), rawNumber(u["candidatesTokenCount"])
-		if r, ok := jsonInt(u["thoughtsTokenCount"]); ok { // issue 17: reasoning tokens
+		if r, ok := jsonInt(u["thoughtsTokenCount"]); ok { // reasoning tokens
 			d.reasoning = r
 		}
 	}
@@ -135,7 +135,7 @@ func (d *geminiDecoder) handleMap(_, data string) step {
 		}
 		for _, p := range jsonArray(field(c, "content", "parts")) {
 			if string(p["thought"]) == "true" {
-				s.progress, s.thinking = true, true // issue 17: a thought is reasoning
+				s.progress, s.thinking = true, true // a thought is reasoning
 				continue
 			}
 			if t := jsonString(p["text"]); t != "" {
@@ -179,7 +179,7 @@ type geminiFastBody struct {
 	UsageMetadata *struct {
 		PromptTokenCount     *float64 `json:"promptTokenCount"`
 		CandidatesTokenCount *float64 `json:"candidatesTokenCount"`
-		ThoughtsTokenCount   *float64 `json:"thoughtsTokenCount"` // issue 17: reasoning tokens
+		ThoughtsTokenCount   *float64 `json:"thoughtsTokenCount"` // reasoning tokens
 	} `json:"usageMetadata"`
 	PromptFeedback json.RawMessage `json:"promptFeedback"`
 	Candidates     []*struct {
@@ -258,7 +258,7 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 	h := chunkHead{err: c.Error, model: fastString(c.ModelVersion), id: fastString(c.ResponseID)}
 	if u := c.UsageMetadata; u != nil {
 		h.in, h.out = u.PromptTokenCount, u.CandidatesTokenCount
-		if r, ok := fastInt(u.ThoughtsTokenCount); ok { // issue 17: reasoning tokens
+		if r, ok := fastInt(u.ThoughtsTokenCount); ok { // reasoning tokens
 			d.reasoning = r
 		}
 	}
@@ -282,7 +282,7 @@ func (d *geminiDecoder) fast(data, trimmed string) (step, bool) {
 					continue
 				}
 				if string(p.Thought) == "true" {
-					s.progress, s.thinking = true, true // issue 17: a thought is reasoning
+					s.progress, s.thinking = true, true // a thought is reasoning
 					continue
 				}
 				if t := p.Text.text(jsonString); t != "" {

@@ -237,7 +237,7 @@ func (d *interactionsDecoder) handle(typ, data string) step {
 			s.text = t
 		}
 		// A thought step's deltas (its summary, its signature): the
-		// model is thinking (issue 17).
+		// model is thinking.
 		s.progress, s.thinking = true, strings.HasPrefix(typ, "thought")
 	case "interaction.status_update":
 		if st := fastString(ev.Status); st == "failed" || st == "cancelled" {

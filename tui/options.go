@@ -133,7 +133,7 @@ type Options struct {
 	Version   string
 	Now       func() time.Time // nil: time.Now
 
-	// Added beside the brief's fields:
+	// Options beyond the console's first set:
 
 	// NoColor drops every colour (set it from NO_COLOR); states stay words.
 	NoColor bool

@@ -278,7 +278,7 @@ func TestScrolledUpViewStaysPut(t *testing.T) {
 
 // TestLogFollowsUntilScrolledUp: the attempt log follows new rows; once the
 // user scrolls up it stays put and says how many rows are newer, and G
-// returns to the newest (issue 12, point 8).
+// returns to the newest.
 func TestLogFollowsUntilScrolledUp(t *testing.T) {
 	h := newHarness(t, 80, 24, Options{})
 	row := func(i int) *logRow {
@@ -306,7 +306,7 @@ func TestLogFollowsUntilScrolledUp(t *testing.T) {
 }
 
 // TestStatusWrapsNotCut: the transcript's raw error wraps whole instead of
-// being cut mid-sentence (issue 12, point 9); the targets pane shows the
+// being cut mid-sentence; the targets pane shows the
 // first two lines of the stop's words, marked "…" when it cuts them.
 func TestStatusWrapsNotCut(t *testing.T) {
 	long := "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors. Please try again in 20s."
@@ -330,7 +330,7 @@ func TestStatusWrapsNotCut(t *testing.T) {
 }
 
 // TestFocusShowsWithoutColour: with NO_COLOR the focused pane still stands
-// out: its frame is heavy (issue 12, point 10).
+// out: its frame is heavy.
 func TestFocusShowsWithoutColour(t *testing.T) {
 	h := newHarness(t, 120, 40, Options{NoColor: true})
 	h.press("tab") // the conversation
@@ -345,7 +345,7 @@ func TestFocusShowsWithoutColour(t *testing.T) {
 
 // TestGaugesSayLeft: gauges have a legend, a nearly full window is not drawn
 // full, an exhausted one is drawn empty in the warning colour, and
-// "(rounded)" is said once per target (issue 12, point 3).
+// "(rounded)" is said once per target.
 func TestGaugesSayLeft(t *testing.T) {
 	st := theme.New(true, false)
 	l := &stream.Limits{
@@ -368,8 +368,7 @@ func TestGaugesSayLeft(t *testing.T) {
 }
 
 // TestNoLimitHeadersSaysWhy: a target whose answers carry no limit headers
-// says so, and shows the rate the pacer learned from its 429s (issue 12,
-// point 11).
+// says so, and shows the rate the pacer learned from its 429s.
 func TestNoLimitHeadersSaysWhy(t *testing.T) {
 	es := &fakeEngineState{pace: map[stream.Target]retry.PaceState{gemini: {Rate: 0.5, RateLearned: true}}}
 	gem := func(ctx context.Context, e *emitter) retry.Result {

@@ -11,7 +11,7 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// Issue 17: the p key probes the selected target's limits (Options.Probe)
+// The p key probes the selected target's limits (Options.Probe)
 // and shows its limits card in the conversation.
 
 // probeTimeout bounds a probe from the console.

@@ -183,7 +183,7 @@ func (f *fakeArmed) ClearFaults(context.Context, string) error {
 
 // TestDemoMenuSaysWhatAndShowsArmed: each entry says what it injects, on
 // which target and for how long; the menu lists the faults still armed and
-// x clears them (issue 12, point 6).
+// x clears them.
 func TestDemoMenuSaysWhatAndShowsArmed(t *testing.T) {
 	fa := &fakeArmed{faults: []ArmedFault{{Provider: "openai", Kind: "overload", Left: 2}}}
 	h := newHarness(t, 120, 40, Options{Simulated: true, Faults: &fakeFaults{}, Armed: fa})
@@ -205,8 +205,7 @@ func TestDemoMenuSaysWhatAndShowsArmed(t *testing.T) {
 }
 
 // TestFallbackNoteNamesTheMove: the fallback note names the error of the
-// attempt that moved the call (the 429), not the 503 retried before it
-// (issue 12, point 7).
+// attempt that moved the call (the 429), not the 503 retried before it.
 func TestFallbackNoteNamesTheMove(t *testing.T) {
 	s := func(ctx context.Context, e *emitter) retry.Result {
 		a := e.start(openai)
@@ -233,7 +232,7 @@ func TestFallbackNoteNamesTheMove(t *testing.T) {
 
 // TestCancelDuringWaitSaysWhatWasWaited: esc during a wait: the log and the
 // transcript say what was really waited (EventWaitEnd), not the planned
-// wait (issue 12, point 2).
+// wait.
 func TestCancelDuringWaitSaysWhatWasWaited(t *testing.T) {
 	s := func(ctx context.Context, e *emitter) retry.Result {
 		a := e.start(openai)

@@ -7,7 +7,7 @@ import (
 	"github.com/limitscope/limitscope/stream"
 )
 
-// Issue 17: a reasoning model's thinking, shown as it happens.
+// A reasoning model's thinking, shown as it happens.
 
 // thinking marks t THINKING for call callID: reasoning streams, no text yet.
 func (p *targetsPane) thinking(t stream.Target, callID string) {

@@ -44,7 +44,7 @@ type block struct {
 	buf      strings.Builder // a streaming text block's text (text shares its bytes)
 	broken   bool            // blockText: the attempt failed; its text is partial
 	// thinkingAt: when the attempt's model began thinking (reasoning
-	// deltas before any text; zero: not thinking). Issue 17.
+	// deltas before any text; zero: not thinking).
 	thinkingAt time.Time
 	thought    string // " · thought 6s" once the text came after thinking: kept in the served-by badge
 

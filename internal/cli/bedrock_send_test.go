@@ -11,7 +11,7 @@ import (
 )
 
 // TestSendBedrockWorkedCases runs the worked cases of Amazon Bedrock's
-// ConverseStream (issue 16, part 2) through `send --json` against the
+// ConverseStream through `send --json` against the
 // simulator (a Bedrock API key, AWS_BEARER_TOKEN_BEDROCK), on the fake
 // clock the engine and the simulator share, so the requests and the waits
 // are exact. A Region is the model's first segment: failing over to

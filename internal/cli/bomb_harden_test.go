@@ -31,7 +31,7 @@ func gzipBomb(t *testing.T, n int) []byte {
 	return buf.Bytes()
 }
 
-// TestSendGzipBombEndsAtTheDecodedCap (issue 14, point 2): a few hundred KB
+// TestSendGzipBombEndsAtTheDecodedCap: a few hundred KB
 // of gzip that decodes to far past the 64 MiB stream cap ends the attempt
 // with a size-limit error counted in decoded bytes, is not retried on the
 // same target, and the call is in the history.

@@ -246,7 +246,7 @@ func TestBenchDefaultScenario(t *testing.T) {
 	}
 }
 
-// Issue 15 point 6: the title comes first, the table fits 100 columns, and
+// The title comes first, the table fits 100 columns, and
 // one line at the end says who won and by how much.
 func TestBenchTitleFirstVerdictLast(t *testing.T) {
 	a, out, errb := benchApp(t, nil)

@@ -986,7 +986,7 @@ func historySessions(ctx context.Context, a *app, args []string) int {
 
 // firstText is what follows an attempt's first-token time: the time to its
 // first visible text, when thinking came first or the two differ, and the
-// reasoning tokens the provider reported (issue 17).
+// reasoning tokens the provider reported.
 func firstText(at retry.Attempt) string {
 	var b strings.Builder
 	if at.TTFText > 0 && (at.Thinking || roundDur(at.TTFText) != roundDur(at.TTFT)) {

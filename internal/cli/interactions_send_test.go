@@ -12,7 +12,7 @@ import (
 )
 
 // TestSendInteractionsWorkedCases runs the worked cases of the Gemini
-// Interactions API (issue 16, part 3) through `send --json` against the
+// Interactions API through `send --json` against the
 // simulator, whose gemini provider serves it; the engine and the simulator
 // share the fake clock, so the requests counted and the waits are exact.
 func TestSendInteractionsWorkedCases(t *testing.T) {

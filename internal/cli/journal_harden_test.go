@@ -16,8 +16,7 @@ import (
 
 // A `send` that ends while another process holds the history does not wait
 // out its 10 s: it journals its call beside the file, says nothing, and the
-// next `history list` merges the journal and shows the call (issue 14,
-// point 5).
+// next `history list` merges the journal and shows the call.
 func TestSendJournalsALockedHistoryAndListMergesIt(t *testing.T) {
 	t.Parallel()
 	env := isolatedEnv(t)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestSendResponsesWorkedCases runs the worked cases of the Responses API
-// (issue 16, part 1) through `send --json` against the simulator, whose
+// through `send --json` against the simulator, whose
 // openai provider serves it; the engine and the simulator share the fake
 // clock, so the requests counted and the waits are exact.
 func TestSendResponsesWorkedCases(t *testing.T) {
