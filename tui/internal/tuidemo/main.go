@@ -1,6 +1,3 @@
-// Command tuidemo runs the console on the real retry engine with a scripted
-// Doer on the wall clock, for trying the TUI by hand (tmux) before the lead
-// wires `go run .`. It never touches the network.
 package main
 
 import (
