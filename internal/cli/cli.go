@@ -18,9 +18,6 @@ import (
 	"github.com/limitscope/limitscope/retry"
 )
 
-// version is the build's version, set once by Main before any command runs.
-var version = "dev"
-
 // app is what every command runs with: its streams and environment, so tests
 // can run commands in-process without touching the real ones.
 type app struct {
@@ -35,12 +32,12 @@ type app struct {
 	stdinTTY   bool // stdin is a terminal
 	now        func() time.Time
 	clock      retry.Clock // the engine's clock; nil: the wall clock (tests use a fake)
+	version    string      // the build's version ("": "dev")
 }
 
 // Main runs limitscope with the process's arguments, streams and
 // environment, and exits with the command's code. v is the build's version.
-func Main(v string) {
-	version = v
+func Main(version string) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	a := &app{
 		stdin:     os.Stdin,
@@ -50,6 +47,7 @@ func Main(v string) {
 		stdoutTTY: isTerminal(os.Stdout),
 		stdinTTY:  isTerminal(os.Stdin),
 		now:       time.Now,
+		version:   version,
 	}
 	if a.stdoutTTY {
 		if w, _, err := term.GetSize(os.Stdout.Fd()); err == nil {
@@ -71,9 +69,17 @@ const (
 	exitCancelled = 130
 )
 
+// buildVersion is the build's version: "dev" when none was given.
+func (a *app) buildVersion() string {
+	if a.version == "" {
+		return "dev"
+	}
+	return a.version
+}
+
 // env is the app as call wiring takes it: plain values.
 func (a *app) env() calls.Env {
-	return calls.Env{Getenv: a.getenv, Stderr: a.stderr, Now: a.now, Clock: a.clock, Version: version}
+	return calls.Env{Getenv: a.getenv, Stderr: a.stderr, Now: a.now, Clock: a.clock, Version: a.buildVersion()}
 }
 
 // sessionFlags is what a command that starts its own simulator says about
@@ -114,7 +120,7 @@ func run(ctx context.Context, a *app, args []string) int {
 	case "proxy":
 		return runProxy(ctx, a, args[1:])
 	case "version", "--version":
-		fmt.Fprintln(a.stdout, "limitscope", version)
+		fmt.Fprintln(a.stdout, "limitscope", a.buildVersion())
 		return exitOK
 	}
 	fmt.Fprintf(a.stderr, "limitscope: unknown command %q (see limitscope --help)\n", args[0])

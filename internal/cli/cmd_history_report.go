@@ -49,7 +49,7 @@ func historyReport(ctx context.Context, a *app, args []string) int {
 	rd := &store.Reader{Path: path}
 	sel := reportSel{sid: uint32(*session), since: hf.since, until: *until, before: before, mode: hf.mode, limit: f.Limit}
 	f.Limit = 0
-	in := report.Input{Generated: a.now(), Version: version}
+	in := report.Input{Generated: a.now(), Version: a.buildVersion()}
 	if in.Scope, err = sel.session(ctx, rd, &f); err != nil {
 		return histFail(a, err)
 	}

@@ -81,7 +81,7 @@ func runHistoryScenario(ctx context.Context, a *app, o *scenarioOptions) int {
 	if err != nil {
 		return histFail(a, err)
 	}
-	l := learn.New(learn.Source{Scope: scope, Version: version})
+	l := learn.New(learn.Source{Scope: scope, Version: a.buildVersion()})
 	if o.trace {
 		l.Trace()
 	}

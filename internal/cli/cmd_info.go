@@ -45,7 +45,7 @@ func runInfo(ctx context.Context, a *app, args []string) int {
 	if perr != nil {
 		return histFail(a, perr)
 	}
-	doc := infoDoc{Version: version, Paths: p, Schema: store.SchemaVersion, State: st}
+	doc := infoDoc{Version: a.buildVersion(), Paths: p, Schema: store.SchemaVersion, State: st}
 	// The proxy's token is made on first use; this is where a user reads it
 	// to give their application (it is never logged).
 	if p.ConfigDir != "" {
@@ -108,7 +108,7 @@ func printInfo(a *app, doc *infoDoc) {
 		dbNote += ", not created yet"
 	}
 	rows := [][]cell{
-		{{"version", o.bold}, {version, nil}, {"", nil}},
+		{{"version", o.bold}, {doc.Version, nil}, {"", nil}},
 		{{"history", o.bold}, {p.DB, o.id}, {dbNote, o.dim}},
 		{{"state dir", o.bold}, {p.StateDir, nil}, {"", nil}},
 		{{"config dir", o.bold}, {p.ConfigDir, nil}, {paren(p.ConfigSource), o.dim}},

@@ -87,7 +87,7 @@ func (o *consoleOpts) uiOptions(a *app, cs *calls.Calls) (tui.Options, error) {
 		Faults:    cs.Providers.Faults(),
 		Armed:     cs.Providers.ArmedFaults(cs.History.Cooldowns()),
 		History:   cs.History.ConsoleHistory(),
-		Version:   version,
+		Version:   a.buildVersion(),
 		Now:       a.now,
 		NoColor:   a.getenv("NO_COLOR") != "",
 		Mouse:     o.mouse,
