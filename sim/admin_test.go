@@ -221,7 +221,7 @@ func TestConcurrentClients(t *testing.T) {
 			defer wg.Done()
 			p := providerNames[i%len(providerNames)]
 			for j := 0; j < 5; j++ {
-				r := send(t, ts, p, models[p], stream.Options{})
+				r := send(t, ts, p, modelFor(p), stream.Options{})
 				if r.Err != nil && r.Err.Class != stream.ClassConnection && r.Err.Class != stream.ClassServer {
 					t.Errorf("%s: unexpected %v", p, r.Err)
 				}

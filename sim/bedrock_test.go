@@ -401,7 +401,7 @@ func TestBedrockStreamClasses(t *testing.T) {
 			if err := s.Inject(tc.fault); err != nil {
 				t.Fatal(err)
 			}
-			r := send(t, ts, "bedrock", models["bedrock"], stream.Options{})
+			r := send(t, ts, "bedrock", modelFor("bedrock"), stream.Options{})
 			e := r.Err
 			if e == nil {
 				t.Fatalf("no error; text %q", r.Text)

@@ -87,6 +87,9 @@ type provider struct {
 	// sigV4Service is the service name SigV4 signatures must be scoped to
 	// ("": the provider takes no SigV4).
 	sigV4Service string
+	// models are catalogue entries the row adds to models.go's catalogue
+	// (at init): a provider new to the table brings its models here.
+	models []ModelInfo
 }
 
 // dialectAt is the dialect that serves sub, the path below the prefix.
@@ -109,6 +112,9 @@ func init() {
 	providers = providerTable()
 	for _, p := range providers {
 		providerNames = append(providerNames, p.name)
+		if len(p.models) > 0 {
+			catalogue[p.name] = append(catalogue[p.name], p.models...)
+		}
 	}
 }
 

@@ -97,16 +97,27 @@ type raw struct {
 	body   []byte
 }
 
-var models = map[string]string{
+// testModels are the models these tests ask of the first providers;
+// modelFor gives any other its default model in stream's table.
+var testModels = map[string]string{
 	"openai": "gpt-5.4-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash",
 	"groq": "llama-3.3-70b-versatile", "deepseek": "deepseek-chat", "mistral": "mistral-small-latest", "xai": "grok-4",
 	"bedrock": "anthropic.claude-haiku-5-5-v1:0",
 }
 
+// modelFor is the model the tests ask of provider.
+func modelFor(provider string) string {
+	if m, ok := testModels[provider]; ok {
+		return m
+	}
+	info, _ := stream.Provider(provider)
+	return info.DefaultModel
+}
+
 // request builds a minimal valid request for a provider, as its SDK would.
 func request(t *testing.T, root, provider string, stream bool) *http.Request {
 	t.Helper()
-	model := models[provider]
+	model := modelFor(provider)
 	var url string
 	var body any
 	h := http.Header{}

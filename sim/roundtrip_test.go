@@ -119,7 +119,7 @@ func TestRoundTripClasses(t *testing.T) {
 			if err := s.Inject(f); err != nil {
 				t.Fatal(err)
 			}
-			r := send(t, ts, c.provider, models[c.provider], stream.Options{})
+			r := send(t, ts, c.provider, modelFor(c.provider), stream.Options{})
 			streamReady(t, r)
 			if r.Err == nil {
 				t.Fatalf("got success %q, want %s", r.Text, c.want.class)
@@ -192,16 +192,16 @@ func TestRoundTripSuccess(t *testing.T) {
 	_, ts2, _ := newTestSim(t, Options{Seed: 8})
 	for _, p := range providerNames {
 		t.Run(p, func(t *testing.T) {
-			r := send(t, ts, p, models[p], stream.Options{})
+			r := send(t, ts, p, modelFor(p), stream.Options{})
 			streamReady(t, r)
 			if r.Err != nil {
 				t.Fatalf("error: %v", r.Err)
 			}
-			again := send(t, ts, p, models[p], stream.Options{})
+			again := send(t, ts, p, modelFor(p), stream.Options{})
 			if again.Text != r.Text || r.Text == "" {
 				t.Errorf("same seed and prompt, different text:\n%q\n%q", r.Text, again.Text)
 			}
-			if other := send(t, ts2, p, models[p], stream.Options{}); other.Text == r.Text {
+			if other := send(t, ts2, p, modelFor(p), stream.Options{}); other.Text == r.Text {
 				t.Errorf("another seed gave the same text %q", r.Text)
 			}
 			if r.Usage == nil || r.Usage.OutputTokens != tokensOf(r.Text) || r.Usage.InputTokens == 0 {
@@ -215,8 +215,8 @@ func TestRoundTripSuccess(t *testing.T) {
 			if truncated && r.FinishReason != wantFinish[1] || !truncated && r.FinishReason != wantFinish[0] {
 				t.Errorf("finish %q (truncated %v)", r.FinishReason, truncated)
 			}
-			if r.Model != models[p] && p != "bedrock" { // Bedrock's stream names no model
-				t.Errorf("served model %q, want %q", r.Model, models[p])
+			if r.Model != modelFor(p) && p != "bedrock" { // Bedrock's stream names no model
+				t.Errorf("served model %q, want %q", r.Model, modelFor(p))
 			}
 			switch p {
 			case "openai":
@@ -246,7 +246,7 @@ func TestRoundTripAuth(t *testing.T) {
 	for _, p := range providerNames {
 		c := &stream.Client{}
 		ep := stream.Endpoint{Provider: p, BaseURL: BaseURL(ts.URL, p), Key: "sk-wrong-key-123"}
-		r := c.Do(t.Context(), ep, stream.Request{Target: stream.Target{Provider: p, Model: models[p]}, Prompt: "hi"}, nil)
+		r := c.Do(t.Context(), ep, stream.Request{Target: stream.Target{Provider: p, Model: modelFor(p)}, Prompt: "hi"}, nil)
 		streamReady(t, r)
 		if r.Class() != stream.ClassCaller {
 			t.Errorf("%s: class %s (%v), want caller", p, r.Class(), r.Err)

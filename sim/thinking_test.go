@@ -66,7 +66,7 @@ func TestThinkingPhaseDecoded(t *testing.T) {
 		{"deepseek", true, false}, {"groq", true, false}, {"xai", true, true},
 		{"openai", false, true}, {"mistral", false, false},
 	} {
-		model := models[accountName(tc.provider)]
+		model := modelFor(accountName(tc.provider))
 		ep := stream.Endpoint{Provider: tc.provider, BaseURL: BaseURL(url, tc.provider), Key: stream.Secret(FakeKey)}
 		thoughts := 0
 		var textAt int // thoughts seen when the first text came
