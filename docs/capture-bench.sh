@@ -25,14 +25,5 @@ run bench-limits bench --sim --scenario bench --model anthropic/claude-haiku-5-5
 run bench-spend-cap bench --sim --scenario spend-cap --model openai/gpt-5.4-mini --requests 120 --concurrency 16
 run bench-spend-cap bench --sim --scenario spend-cap --model anthropic/claude-haiku-5-5 --requests 120 --concurrency 16
 
-for name in bench-limits bench-spend-cap; do
-	# The document that holds NAME's markers: README.md or one of docs/*.md.
-	for doc in $(grep -lF -- "<!-- capture:$name -->" README.md docs/*.md); do
-		awk -v name="$name" -v file="$dir/$name" '
-			$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
-			$0 == "<!-- /capture:" name " -->" { skip = 0 }
-			!skip { print }
-		' "$doc" >"$dir/doc.md"
-		cp "$dir/doc.md" "$doc"
-	done
-done
+. docs/capture-put.sh
+put_captures "$dir" bench-limits bench-spend-cap

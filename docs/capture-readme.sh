@@ -50,15 +50,6 @@ wait_for "timeline (esc back)"
 tmux -L "$sock" capture-pane -p -t cap | sed -n 2,7p >"$dir/timeline"
 
 # Put each capture between its markers.
-for name in console timeline; do
-	# The document that holds NAME's markers: README.md or one of docs/*.md.
-	for doc in $(grep -lF -- "<!-- capture:$name -->" README.md docs/*.md); do
-		awk -v name="$name" -v file="$dir/$name" '
-			$0 == "<!-- capture:" name " -->" { print; print "```"; while ((getline l < file) > 0) print l; print "```"; skip = 1; next }
-			$0 == "<!-- /capture:" name " -->" { skip = 0 }
-			!skip { print }
-		' "$doc" >"$dir/doc.md"
-		cp "$dir/doc.md" "$doc"
-	done
-done
+. docs/capture-put.sh
+put_captures "$dir" console timeline
 echo "capture-readme: README.md and docs/commands.md updated (console, timeline)" >&2

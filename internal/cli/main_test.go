@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/limitscope/limitscope/internal/leaktest"
 	"github.com/limitscope/limitscope/stream"
 )
 
@@ -49,18 +47,5 @@ func TestMain(m *testing.M) {
 		fullDiskSendChild(db)
 		os.Exit(0)
 	}
-	code := m.Run()
-	// Keep-alive connections of the HTTP client shared by every
-	// stream.Client without its own are idle, not leaked.
-	stream.CloseIdleConnections()
-	if code == 0 {
-		// Ignored, as in tui's tests: a tea.Tick command of a console that
-		// has quit, which bubbletea leaves to its timer (it ends when the
-		// timer fires, up to a second later).
-		if err := goleak.Find(goleak.IgnoreTopFunction("charm.land/bubbletea/v2.Tick.func1")); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	leaktest.Main(m)
 }
