@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"time"
@@ -11,28 +10,6 @@ import (
 	"github.com/limitscope/limitscope/retry"
 	"github.com/limitscope/limitscope/store"
 )
-
-// registerState adds --state to a review command's flags.
-func registerState(fs *flag.FlagSet) *string {
-	return fs.String("state", "", "the fleet's shared state: redis://HOST:PORT/DB or rediss:// (also LIMITSCOPE_REDIS_URL; password from the URL or REDISCLI_AUTH)")
-}
-
-// reviewState is the shared state's URL, from --state (flagVal) or else
-// LIMITSCOPE_REDIS_URL, and which of them named it; "" when neither does.
-// Its errors never quote the URL.
-func reviewState(a *app, flagVal string) (url, source string, err error) {
-	url, source = flagVal, "--state"
-	if url == "" {
-		url, source = a.getenv("LIMITSCOPE_REDIS_URL"), "LIMITSCOPE_REDIS_URL"
-	}
-	if url == "" {
-		return "", "", nil
-	}
-	if _, err := fleet.ParseURL(url, a.getenv); err != nil {
-		return "", "", fmt.Errorf("%s: shared state URL: %w", source, err)
-	}
-	return url, source, nil
-}
 
 // sharedCooldowns opens the shared state at url for a review command, with
 // its cooldowns: Redis's alone (the history file's are read and cleared

@@ -220,19 +220,6 @@ func classesInOrder(c *store.Call) []string {
 	return out
 }
 
-// sessionModes maps each session id to its mode (real or simulated).
-func sessionModes(ctx context.Context, rd *store.Reader) (map[uint32]string, error) {
-	list, err := rd.Sessions(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	modes := make(map[uint32]string, len(list))
-	for _, s := range list {
-		modes[s.ID] = s.Mode
-	}
-	return modes, nil
-}
-
 // listByMode lists the calls f selects that were recorded in mode ("":
 // any), paging through the file so that f.Limit counts matching calls.
 func listByMode(ctx context.Context, rd *store.Reader, f store.Filter, mode string, modes map[uint32]string) ([]store.Call, error) {
@@ -258,14 +245,6 @@ func listByMode(ctx context.Context, rd *store.Reader, f store.Filter, mode stri
 		}
 		f.BeforeID = page[len(page)-1].ID
 	}
-}
-
-// modeOf is a session's mode; a pruned session's calls count as real.
-func modeOf(modes map[uint32]string, session uint32) string {
-	if m := modes[session]; m != "" {
-		return m
-	}
-	return store.ModeReal
 }
 
 func historyShow(ctx context.Context, a *app, args []string) int {
