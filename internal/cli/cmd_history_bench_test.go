@@ -20,7 +20,7 @@ import (
 // attempts-N.db) and reuses them, so the real binary can be measured on the
 // same files:
 //
-//	LIMITSCOPE_BENCH_HISTORY_DIR=/tmp/h go test -run '^$' -bench HistorySize .
+//	LIMITSCOPE_BENCH_HISTORY_DIR=/tmp/h go test -run '^$' -bench HistorySize ./internal/cli/
 //	/usr/bin/time -v limitscope history stats --db /tmp/h/attempts-1000000.db
 const benchHistoryDir = "LIMITSCOPE_BENCH_HISTORY_DIR"
 
@@ -124,7 +124,7 @@ func benchHistory(b *testing.B, n int) string {
 // history's size (10 k, 100 k and 1 M attempts): history list (its default
 // 50 newest), history stats, and history export (jsonl, to io.Discard).
 //
-//	go test -run '^$' -bench HistorySize -benchtime 3x .
+//	go test -run '^$' -bench HistorySize -benchtime 3x ./internal/cli/
 func BenchmarkHistorySize(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		var path string

@@ -22,7 +22,7 @@ const scenarioBenchAttempts = 1_700_000
 // The binary's whole footprint is measured on the same file with
 // /usr/bin/time (README, Performance):
 //
-//	LIMITSCOPE_BENCH_HISTORY_DIR=/tmp/h go test -run '^$' -bench HistoryScenario1M -benchtime 1x .
+//	LIMITSCOPE_BENCH_HISTORY_DIR=/tmp/h go test -run '^$' -bench HistoryScenario1M -benchtime 1x ./internal/cli/
 //	/usr/bin/time -v limitscope history scenario --since 3d --db /tmp/h/attempts-1700000.db
 func BenchmarkHistoryScenario1M(b *testing.B) {
 	path := benchHistory(b, scenarioBenchAttempts)
