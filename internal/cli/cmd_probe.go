@@ -127,29 +127,3 @@ func saveCard(path string, card *probe.Card) error {
 	}
 	return store.SaveCard(path, card.Target, card.At, b)
 }
-
-// consoleProbe is the console's p key (tui.Options.Probe and ProbePlan):
-// a probe with the default budget on the command's calls, its card stored.
-func consoleProbe(a *app, cs *calls.Calls) (func(context.Context, stream.Target) ([]string, error), func(stream.Target) string) {
-	opts := func(t stream.Target) probe.Options {
-		return probe.Options{Target: t, Do: cs.Doer.Do, Now: a.now, Simulated: cs.Providers.Simulated, Scenario: cs.Providers.Scenario}
-	}
-	run := func(ctx context.Context, t stream.Target) ([]string, error) {
-		card, err := probe.Run(ctx, opts(t))
-		if err != nil {
-			return nil, err
-		}
-		lines := card.Lines()
-		if err := saveCard(cs.History.Path(), card); err != nil {
-			lines = append(lines, "(not stored in the history: "+err.Error()+")")
-		} else if card.QuotaStopped() {
-			lines = append(lines, "(not stored in the history: "+errStoppedCard.Error()+")")
-		}
-		return lines, nil
-	}
-	plan := func(t stream.Target) string {
-		reqs, toks := probe.Plan(opts(t))
-		return fmt.Sprintf("up to %d requests, about %d tokens", reqs, toks)
-	}
-	return run, plan
-}
