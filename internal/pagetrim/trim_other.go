@@ -1,0 +1,5 @@
+//go:build !linux
+
+package pagetrim
+
+func releaseExecutable() (int64, error) { return 0, nil }
