@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -156,20 +157,26 @@ func streamRequest(t *testing.T) *http.Request {
 // attempt: the proxy reads the upstream no faster than the caller takes
 // the answer (never more than the stream buffer and one event pending), and
 // the time it waits on the caller trips none of the engine's stall,
-// no-progress or deadline timers. On the bubble's fake clock: about 41 s
-// of reading in well under a second.
+// no-progress or deadline timers, even past the call's deadline (10 s
+// here). On the bubble's fake clock: about 41 s of reading in well under a
+// second.
 func TestSlowReaderGetsAWhole50MiBInOneAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const size, chunk = 50 << 20, 32 << 10
 		up := &sseUpstream{size: size, chunk: chunk}
-		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 256 << 10})
+		// A 10 s deadline: the caller's 41 s of reading do not count.
+		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 256 << 10, DefaultPolicy: retry.Policy{Deadline: 10 * time.Second}})
 		w := &slowCaller{hdr: http.Header{}, per: 64 << 10, every: 50 * time.Millisecond}
 		start := time.Now()
 		h.ServeHTTP(w, streamRequest(t))
 		took := time.Since(start)
 		res := ends()
 		if w.status != http.StatusOK || len(res) != 1 || res[0].Outcome != retry.OutcomeOK || len(res[0].Attempts) != 1 || up.requests.Load() != 1 {
-			t.Fatalf("status %d, results %+v, %d upstream requests: want one attempt, answered", w.status, res, up.requests.Load())
+			var ends []string
+			for _, r := range res {
+				ends = append(ends, fmt.Sprintf("%s after %d attempts (%v)", r.Outcome, len(r.Attempts), r.Err))
+			}
+			t.Fatalf("status %d, results %v, %d upstream requests: want one attempt, answered", w.status, ends, up.requests.Load())
 		}
 		if w.got < size || !bytes.Contains(w.tail, []byte("data: [DONE]")) {
 			t.Errorf("the caller got %d bytes, ending %q: want more than %d and the end", w.got, w.tail, size)
