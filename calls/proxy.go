@@ -162,6 +162,7 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 	// Telemetry.SetProxyQueued).
 	c.Telemetry.Bound(h.Targets())
 	c.Telemetry.ObserveProxyInFlight(h.InFlight)
+	c.Telemetry.ObserveProxyHeldWaiting(h.HeldWaiting)
 	return h, nil
 }
 

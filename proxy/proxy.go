@@ -162,6 +162,8 @@ func New(o Options) (*Handler, error) {
 	h.o.StreamBuffer = first(h.o.StreamBuffer, h.cfg.StreamBuffer, DefaultStreamBuffer)
 	h.o.MaxQueued = first(h.o.MaxQueued, h.cfg.MaxQueued, DefaultMaxQueued)
 	h.o.MaxAnswer = first(h.o.MaxAnswer, h.cfg.MaxAnswer, DefaultMaxAnswer)
+	// A held answer counts toward the total: it can never be larger.
+	h.o.MaxAnswer = min(h.o.MaxAnswer, h.o.MaxQueued)
 	if h.o.MaxBuffered <= 0 {
 		h.o.MaxBuffered = DefaultMaxBuffered
 	}
@@ -234,6 +236,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.entry.Se
 
 // InFlight is the number of completion calls being served.
 func (h *Handler) InFlight() int64 { return h.lim.calls.Load() }
+
+// HeldWaiting is the number of non-streamed or buffered answers waiting
+// for room under the cap on answer bytes queued for callers (MaxQueued).
+func (h *Handler) HeldWaiting() int64 { return h.flow.holding.Load() }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	d := callerDialect(r)
@@ -448,13 +454,16 @@ type callState struct {
 	trim int
 	// whole: the answer is held until the call ends (not streamed, or
 	// buffered); text is the attempt's text so far, at most maxAnswer
-	// bytes, counted in flow; past them tooBig is the caller's error and
-	// cancel ends the call.
+	// bytes, counted in flow (waiting for room under its total cap; held
+	// is how long); past them, or with no room in time, tooBig is the
+	// caller's error and cancel ends the call.
 	whole     bool
 	text      []byte
 	maxAnswer int64
 	tooBig    *apiError
+	ctx       context.Context
 	cancel    context.CancelCauseFunc
+	held      time.Duration
 }
 
 // errAnswerTooBig ends a call whose held answer passed the cap.
@@ -477,8 +486,19 @@ func (cs *callState) holdText(text string) {
 		cs.cancel(e)
 		return
 	}
+	waited, err := cs.flow.hold(cs.ctx, int64(len(text)))
+	cs.held += waited
+	if err != nil {
+		var nr *errNoRoom
+		if errors.As(err, &nr) {
+			cs.tooBig = &apiError{status: http.StatusServiceUnavailable, class: stream.ClassOverload, code: "proxy_busy",
+				message: "limitscope proxy: " + nr.Error(), retryAfter: time.Second, retryable: true}
+		}
+		cs.dropWhole()
+		cs.cancel(err)
+		return
+	}
 	cs.text = append(cs.text, text...)
-	cs.flow.add(int64(len(text)))
 }
 
 // dropWhole gives the held answer's bytes back to the flow.
@@ -645,7 +665,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	out := newWriter(in, id, h.o.Now())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, cancel: cancel}
+	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, ctx: ctx, cancel: cancel}
 	cs.gone = func(err error) {
 		if h.o.Logf != nil {
 			h.o.Logf("proxy: call %s: %s; its upstream request is closed", id, err)
@@ -676,6 +696,10 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		}
 		call = next
 		res = h.run(ctx, eng, call, cs)
+	}
+	if cs.held > 0 && h.o.Logf != nil {
+		h.o.Logf("proxy: call %s: its held answer waited %s for room under the proxy's cap on queued answer bytes (%d, max_queued)",
+			id, cs.held.Round(time.Millisecond), h.o.MaxQueued)
 	}
 	if cs.tooBig != nil && r.Context().Err() == nil {
 		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
