@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/limitscope/limitscope/internal/sanitize"
@@ -137,6 +138,48 @@ type Handler struct {
 	// aliasCalls counts each capped alias's calls in flight.
 	aliasMu    sync.Mutex
 	aliasCalls map[string]int
+	// aliasGates are the concurrency ceilings of the aliases that have one
+	// (Alias.MaxConcurrency), built once in New.
+	aliasGates map[string]*aliasGate
+}
+
+// aliasGate is an alias's concurrency ceiling: a call past it waits for a
+// slot, first come first served (a channel's senders are woken in order).
+type aliasGate struct {
+	slots   chan struct{}
+	waiting atomic.Int64
+}
+
+// enter takes a slot, waiting for one until ctx ends; it returns how long
+// it waited.
+func (g *aliasGate) enter(ctx context.Context, now func() time.Time) (time.Duration, error) {
+	select {
+	case g.slots <- struct{}{}:
+		return 0, nil
+	default:
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	start := now()
+	select {
+	case g.slots <- struct{}{}:
+		return now().Sub(start), nil
+	case <-ctx.Done():
+		return now().Sub(start), context.Cause(ctx)
+	}
+}
+
+func (g *aliasGate) leave() { <-g.slots }
+
+// Queued is the number of calls waiting at the aliases' concurrency
+// ceilings (besides those waiting at their targets' gates, which the
+// engine's pacer counts).
+func (h *Handler) Queued() int {
+	n := 0
+	for _, g := range h.aliasGates {
+		n += int(g.waiting.Load())
+	}
+	return n
 }
 
 // New returns the proxy's handler.
@@ -180,6 +223,14 @@ func New(o Options) (*Handler, error) {
 		h.replay = newReplays(h.o.ReplayWindow)
 	}
 	h.lim = limits{maxCalls: int64(h.o.MaxInFlight), maxBytes: h.o.MaxBuffered}
+	for name, a := range h.cfg.Aliases {
+		if a.MaxConcurrency > 0 {
+			if h.aliasGates == nil {
+				h.aliasGates = map[string]*aliasGate{}
+			}
+			h.aliasGates[name] = &aliasGate{slots: make(chan struct{}, a.MaxConcurrency)}
+		}
+	}
 	h.flow = &flow{perCall: h.o.StreamBuffer, total: h.o.MaxQueued, timeout: h.o.WriteTimeout}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
@@ -665,6 +716,25 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	out := newWriter(in, id, h.o.Now())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	if g := h.aliasGates[rt.Name]; g != nil {
+		// Past the alias's ceiling the call waits, within its deadline
+		// (the wait counts toward it, and is recorded as paced).
+		wctx, wcancel := context.WithTimeout(ctx, call.Policy.WithDefaults().Deadline)
+		waited, err := g.enter(wctx, h.o.Now)
+		wcancel()
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, busy(fmt.Sprintf("no slot under alias %q's max_concurrency (%d) within the call's deadline (%s)",
+					rt.Name, rt.MaxConcurrency, call.Policy.WithDefaults().Deadline)), in.dialect, id)
+			}
+			return
+		}
+		defer g.leave()
+		if waited > 0 {
+			call.Queued = waited
+			call.Policy.Deadline = max(call.Policy.WithDefaults().Deadline-waited, time.Millisecond)
+		}
+	}
 	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, ctx: ctx, cancel: cancel}
 	cs.gone = func(err error) {
 		if h.o.Logf != nil {

@@ -108,6 +108,10 @@ type Call struct {
 	// Control, when set, lets the caller steer the running call (fail over
 	// now).
 	Control *Control
+	// Queued is how long the call already waited at its caller's own gate
+	// before Run (the proxy's concurrency ceiling per alias): it is added to
+	// the first attempt's Paced, so the history shows the whole wait.
+	Queued time.Duration
 }
 
 // Engine runs calls. It is safe for concurrent use.
@@ -682,6 +686,9 @@ const (
 func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream.Result, attemptEnd) {
 	start := r.clock.Now()
 	a := Attempt{N: len(r.res.Attempts) + 1, Target: t, StartedAt: start, Paced: paced}
+	if a.N == 1 {
+		a.Paced += r.call.Queued
+	}
 	ac := a
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
 	r.textSent = false
