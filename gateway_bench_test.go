@@ -123,8 +123,11 @@ func newGatewayRig(b *testing.B, withFloor bool) *gatewayRig {
 	dir := b.TempDir()
 	env, token := childEnv(b, dir)
 	g := &gatewayRig{stub: startGatewayStub(b), token: token, proxyAddr: freeAddr(b)}
-	g.proxy = startChild(b, append(env, "OPENAI_BASE_URL=http://"+g.stub.addr()+"/v1", "OPENAI_API_KEY=sk-bench-0123456789abcdef"),
-		g.proxyAddr, "proxy", "--listen", g.proxyAddr, "--quiet")
+	penv := append(env, "OPENAI_BASE_URL=http://"+g.stub.addr()+"/v1", "OPENAI_API_KEY=sk-bench-0123456789abcdef")
+	if a := os.Getenv(proxyPprofEnv); a != "" {
+		penv = append(penv, "LIMITSCOPE_PPROF="+a) // the proxy child's only (a -tags pprof build)
+	}
+	g.proxy = startChild(b, penv, g.proxyAddr, "proxy", "--listen", g.proxyAddr, "--quiet")
 	if withFloor {
 		g.floor = freeAddr(b)
 		g.floorCmd = startChild(b, append(env, e2eMainEnv+"=0", bareProxyEnv+"="+g.floor+" "+g.stub.addr()), g.floor, "bare-reverse-proxy")
