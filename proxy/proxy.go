@@ -910,7 +910,7 @@ func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result)
 		}
 	}
 	left := prev.Policy.MaxAttempts - len(res.Attempts)
-	leftTime := prev.Policy.Deadline - res.Ended.Sub(res.Started)
+	leftTime := prev.Policy.Deadline - (res.Ended.Sub(res.Started) - res.SinkTime) // the caller's reading does not count
 	if len(chain) == 0 || left < 1 || leftTime <= 0 || len(cs.sent) == 0 {
 		return retry.Call{}, false
 	}

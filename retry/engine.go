@@ -663,6 +663,7 @@ func (r *run) emitText(ev Event) {
 	if took > 0 {
 		r.deadline = r.deadline.Add(took)
 		r.extended += took
+		r.res.SinkTime += took
 	}
 	f := r.due
 	r.due = nil
