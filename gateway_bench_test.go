@@ -123,8 +123,11 @@ func newGatewayRig(b *testing.B, withFloor bool) *gatewayRig {
 	dir := b.TempDir()
 	env, token := childEnv(b, dir)
 	g := &gatewayRig{stub: startGatewayStub(b), token: token, proxyAddr: freeAddr(b)}
-	g.proxy = startChild(b, append(env, "OPENAI_BASE_URL=http://"+g.stub.addr()+"/v1", "OPENAI_API_KEY=sk-bench-0123456789abcdef"),
-		g.proxyAddr, "proxy", "--listen", g.proxyAddr, "--quiet")
+	penv := append(env, "OPENAI_BASE_URL=http://"+g.stub.addr()+"/v1", "OPENAI_API_KEY=sk-bench-0123456789abcdef")
+	if a := os.Getenv(proxyPprofEnv); a != "" {
+		penv = append(penv, "LIMITSCOPE_PPROF="+a) // the proxy child's only (a -tags pprof build)
+	}
+	g.proxy = startChild(b, penv, g.proxyAddr, "proxy", "--listen", g.proxyAddr, "--quiet")
 	if withFloor {
 		g.floor = freeAddr(b)
 		g.floorCmd = startChild(b, append(env, e2eMainEnv+"=0", bareProxyEnv+"="+g.floor+" "+g.stub.addr()), g.floor, "bare-reverse-proxy")
@@ -384,14 +387,16 @@ func benchOpenLoop(b *testing.B) {
 			for _, to := range []string{"direct", "floor", "proxy"} {
 				out := make([]time.Duration, n)
 				var failed atomic.Int64
+				var why sync.Map // the failures' kinds, one example each
 				start := time.Now()
 				var wg sync.WaitGroup
 				for i := range n {
 					at := start.Add(time.Duration(i) * every)
 					time.Sleep(time.Until(at)) // the open loop's schedule
 					wg.Go(func() {
-						if g.shortCall(to) != nil {
+						if err := g.shortCall(to); err != nil {
 							failed.Add(1)
+							why.LoadOrStore(failureKind(err), err.Error())
 						}
 						out[i] = time.Since(at)
 					})
@@ -399,6 +404,10 @@ func benchOpenLoop(b *testing.B) {
 				wg.Wait()
 				lat[to] = out
 				b.ReportMetric(float64(failed.Load()), fmt.Sprintf("%s-failed@%.0f%%", to, share*100))
+				why.Range(func(k, v any) bool {
+					b.Logf("%s at %.0f%%: failures like %q", to, share*100, v)
+					return true
+				})
 			}
 			for _, p := range []struct {
 				name string
@@ -410,4 +419,17 @@ func benchOpenLoop(b *testing.B) {
 			}
 		}
 	}
+}
+
+// failureKind names a failed call's kind: its status, or its error with
+// the addresses and numbers taken out.
+func failureKind(err error) string {
+	var sb strings.Builder
+	for _, r := range err.Error() {
+		if r >= '0' && r <= '9' {
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
 }

@@ -162,6 +162,13 @@ func (c *Calls) ProxyHandler(token string, cfg *proxy.Config, events func(retry.
 	// Telemetry.SetProxyQueued).
 	c.Telemetry.Bound(h.Targets())
 	c.Telemetry.ObserveProxyInFlight(h.InFlight)
+	c.Telemetry.ObserveProxyHeldWaiting(h.HeldWaiting)
+	if c.Pacer != nil {
+		// The calls waiting at the targets' gates and at the aliases'
+		// ceilings.
+		pacer := c.Pacer
+		c.Telemetry.SetQueued(func() int { return pacer.Queued() + h.Queued() })
+	}
 	return h, nil
 }
 

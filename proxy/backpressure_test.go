@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,10 +27,13 @@ type sseUpstream struct {
 	size, chunk int
 	requests    atomic.Int64
 	closed      atomic.Bool // the proxy closed an answer's body
+	// hold, when set, is called with the request's number (from 1) once
+	// its text is read, before its end: it returns when the end may come.
+	hold func(n int64)
 }
 
 func (u *sseUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
-	u.requests.Add(1)
+	n := u.requests.Add(1)
 	if r.Body != nil {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
@@ -36,12 +41,13 @@ func (u *sseUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream")
 	return &http.Response{StatusCode: http.StatusOK, Header: h, Request: r, ContentLength: -1,
-		Body: &sseBody{u: u, left: u.size, text: strings.Repeat("a", u.chunk)}}, nil
+		Body: &sseBody{u: u, n: n, left: u.size, text: strings.Repeat("a", u.chunk)}}, nil
 }
 
 // sseBody is the answer's body.
 type sseBody struct {
 	u       *sseUpstream
+	n       int64 // the request's number
 	left    int
 	text    string
 	pending []byte
@@ -60,6 +66,9 @@ func (b *sseBody) Read(p []byte) (int, error) {
 			b.left -= n
 			b.pending = []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + b.text[:n] + `"},"finish_reason":null}]}` + "\n\n")
 		case !b.ended:
+			if b.u.hold != nil {
+				b.u.hold(b.n)
+			}
 			b.ended = true
 			b.pending = []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
 		default:
@@ -156,20 +165,26 @@ func streamRequest(t *testing.T) *http.Request {
 // attempt: the proxy reads the upstream no faster than the caller takes
 // the answer (never more than the stream buffer and one event pending), and
 // the time it waits on the caller trips none of the engine's stall,
-// no-progress or deadline timers. On the bubble's fake clock: about 41 s
-// of reading in well under a second.
+// no-progress or deadline timers, even past the call's deadline (10 s
+// here). On the bubble's fake clock: about 41 s of reading in well under a
+// second.
 func TestSlowReaderGetsAWhole50MiBInOneAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const size, chunk = 50 << 20, 32 << 10
 		up := &sseUpstream{size: size, chunk: chunk}
-		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 256 << 10})
+		// A 10 s deadline: the caller's 41 s of reading do not count.
+		h, ends := backpressureProxy(t, up, Options{StreamBuffer: 256 << 10, DefaultPolicy: retry.Policy{Deadline: 10 * time.Second}})
 		w := &slowCaller{hdr: http.Header{}, per: 64 << 10, every: 50 * time.Millisecond}
 		start := time.Now()
 		h.ServeHTTP(w, streamRequest(t))
 		took := time.Since(start)
 		res := ends()
 		if w.status != http.StatusOK || len(res) != 1 || res[0].Outcome != retry.OutcomeOK || len(res[0].Attempts) != 1 || up.requests.Load() != 1 {
-			t.Fatalf("status %d, results %+v, %d upstream requests: want one attempt, answered", w.status, res, up.requests.Load())
+			var ends []string
+			for _, r := range res {
+				ends = append(ends, fmt.Sprintf("%s after %d attempts (%v)", r.Outcome, len(r.Attempts), r.Err))
+			}
+			t.Fatalf("status %d, results %v, %d upstream requests: want one attempt, answered", w.status, ends, up.requests.Load())
 		}
 		if w.got < size || !bytes.Contains(w.tail, []byte("data: [DONE]")) {
 			t.Errorf("the caller got %d bytes, ending %q: want more than %d and the end", w.got, w.tail, size)
@@ -300,6 +315,102 @@ func TestOneUpstreamReadIsOneWrite(t *testing.T) {
 		}
 		if want := []int{1, 7, 8, 8, 8, 0}; !slices.Equal(got, want) {
 			t.Errorf("deltas per write %v, want %v (one write per upstream read)", got, want)
+		}
+	})
+}
+
+func wholeRequest(t *testing.T) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-5.4-mini","messages":[{"role":"user","content":"a long one"}]}`))
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	r.Host = "127.0.0.1"
+	return r
+}
+
+// Answers held whole (non-streamed or buffered) count toward the total cap
+// on answer bytes queued for callers and wait on it: with a 1 MiB cap, a
+// second 600 KiB answer waits (counted in HeldWaiting, logged with its
+// wait) while the first is held, and both come back whole once the first
+// is answered; a wait longer than the write timeout ends in a 503 in the
+// caller's dialect naming the cap, never part of the answer.
+func TestHeldAnswersWaitOnTheTotalCap(t *testing.T) {
+	const size, chunk = 600 << 10, 32 << 10
+	setup := func(t *testing.T) (*Handler, chan struct{}, *[]string) {
+		release := make(chan struct{})
+		up := &sseUpstream{size: size, chunk: chunk, hold: func(n int64) {
+			if n == 1 {
+				<-release
+			}
+		}}
+		var mu sync.Mutex
+		var logs []string
+		h, _ := backpressureProxy(t, up, Options{MaxQueued: 1 << 20, WriteTimeout: 5 * time.Second,
+			Logf: func(f string, a ...any) { mu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); mu.Unlock() }})
+		return h, release, &logs
+	}
+	serve := func(h *Handler) (*httptest.ResponseRecorder, chan struct{}) {
+		w, done := httptest.NewRecorder(), make(chan struct{})
+		go func() { defer close(done); h.ServeHTTP(w, wholeRequest(t)) }()
+		return w, done
+	}
+	whole := func(t *testing.T, w *httptest.ResponseRecorder) {
+		t.Helper()
+		var v struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &v); w.Code != 200 || err != nil || len(v.Choices) != 1 || len(v.Choices[0].Message.Content) != size {
+			t.Errorf("status %d (%v): want 200 with the whole %d bytes", w.Code, err, size)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		h, release, logs := setup(t)
+		first, firstDone := serve(h)
+		synctest.Wait() // the first answer is held, its end held upstream
+		if q := h.flow.queued.Load(); q != size {
+			t.Fatalf("%d bytes held, want the first answer's %d", q, size)
+		}
+		second, secondDone := serve(h)
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := h.HeldWaiting(); n != 1 {
+			t.Errorf("%d held answers waiting, want the second", n)
+		}
+		close(release)
+		<-firstDone
+		<-secondDone
+		whole(t, first)
+		whole(t, second)
+		if p := h.flow.peak.Load(); p > 1<<20 {
+			t.Errorf("%d bytes queued at once, over the 1 MiB cap", p)
+		}
+		if h.flow.heldWaits.Load() != 1 || h.HeldWaiting() != 0 || h.flow.queued.Load() != 0 {
+			t.Errorf("%d waits, %d waiting, %d bytes counted: want 1, 0, 0", h.flow.heldWaits.Load(), h.HeldWaiting(), h.flow.queued.Load())
+		}
+		if !slices.ContainsFunc(*logs, func(l string) bool { return strings.Contains(l, "held answer waited 2s") }) {
+			t.Errorf("no log of the second answer's 2 s wait: %q", *logs)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h, release, _ := setup(t)
+		first, firstDone := serve(h)
+		synctest.Wait()
+		start := time.Now()
+		second, secondDone := serve(h)
+		<-secondDone
+		if took := time.Since(start); took != 5*time.Second {
+			t.Errorf("the second call was answered after %s, want the 5 s write timeout", took)
+		}
+		b := second.Body.String()
+		if second.Code != http.StatusServiceUnavailable || !strings.Contains(b, "proxy_busy") || !strings.Contains(b, "max_queued") ||
+			!strings.Contains(b, "1048576") || strings.Contains(b, "aaaa") {
+			t.Errorf("the second call: %d %.300s: want a 503 naming the cap", second.Code, b)
+		}
+		close(release)
+		<-firstDone
+		whole(t, first)
+		if h.flow.queued.Load() != 0 {
+			t.Errorf("%d bytes still counted", h.flow.queued.Load())
 		}
 	})
 }

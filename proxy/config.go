@@ -23,7 +23,8 @@ import (
 //	    "fast": {"chain": ["openai/gpt-5.4-mini", "anthropic/claude-haiku-5-5"],
 //	             "policy": {"max_attempts": 3, "deadline": "30s"}},
 //	    "smart": ["anthropic/claude-sonnet-4-5", "openai/gpt-5.4"],
-//	    "whole": {"chain": ["openai/gpt-5.4-mini"], "buffered": true}
+//	    "whole": {"chain": ["openai/gpt-5.4-mini"], "buffered": true},
+//	    "batch": {"chain": ["openai/gpt-5.4-mini"], "max_concurrency": 100}
 //	  },
 //	  "models": ["gemini/gemini-2.5-flash"],
 //	  "allowed_hosts": ["devbox.local"],
@@ -34,7 +35,7 @@ import (
 //	}
 //
 // The limits (max_in_flight, max_concurrency, the targets' max_concurrency,
-// an alias's max_in_flight, write_timeout, stream_buffer, max_queued,
+// an alias's max_in_flight and max_concurrency, write_timeout, stream_buffer, max_queued,
 // max_answer) must be positive when named; the proxy's flags win over them.
 //
 // An alias is a chain (primary first, then fallbacks) with an optional
@@ -83,6 +84,12 @@ type Alias struct {
 	// MaxInFlight caps the alias's calls served at once (0: only the
 	// proxy's cap); past it a call is refused with 503 and retry-after.
 	MaxInFlight int
+	// MaxConcurrency is the alias's concurrency ceiling (0: none of its
+	// own, only its targets'): past it a call waits for one of the alias's
+	// calls to end, first come first served, within its deadline (the wait
+	// counts toward it), counted with the calls queued at the targets'
+	// gates, and recorded on the call's first attempt as paced.
+	MaxConcurrency int
 }
 
 // RoutePolicy is the policy of a call routed to a (the zero Alias for a
@@ -202,6 +209,7 @@ type aliasJSON struct {
 	MaxTokens   int         `json:"max_tokens"`
 	Buffered    bool        `json:"buffered"`
 	MaxInFlight *int        `json:"max_in_flight"`
+	MaxConc     *int        `json:"max_concurrency"`
 }
 
 // targetJSON is a target's (or a provider's) own limits.
@@ -355,6 +363,9 @@ func ParseConfig(b []byte) (*Config, error) {
 		a := Alias{Name: n, MaxTokens: aj.MaxTokens, Buffered: aj.Buffered}
 		var err error
 		if a.MaxInFlight, err = positive("aliases."+n+".max_in_flight", aj.MaxInFlight); err != nil {
+			return nil, err
+		}
+		if a.MaxConcurrency, err = positive("aliases."+n+".max_concurrency", aj.MaxConc); err != nil {
 			return nil, err
 		}
 		for _, s := range aj.Chain {

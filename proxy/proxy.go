@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/limitscope/limitscope/internal/sanitize"
@@ -126,6 +127,48 @@ type Handler struct {
 	// aliasCalls counts each capped alias's calls in flight.
 	aliasMu    sync.Mutex
 	aliasCalls map[string]int
+	// aliasGates are the concurrency ceilings of the aliases that have one
+	// (Alias.MaxConcurrency), built once in New.
+	aliasGates map[string]*aliasGate
+}
+
+// aliasGate is an alias's concurrency ceiling: a call past it waits for a
+// slot, first come first served (a channel's senders are woken in order).
+type aliasGate struct {
+	slots   chan struct{}
+	waiting atomic.Int64
+}
+
+// enter takes a slot, waiting for one until ctx ends; it returns how long
+// it waited.
+func (g *aliasGate) enter(ctx context.Context, now func() time.Time) (time.Duration, error) {
+	select {
+	case g.slots <- struct{}{}:
+		return 0, nil
+	default:
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	start := now()
+	select {
+	case g.slots <- struct{}{}:
+		return now().Sub(start), nil
+	case <-ctx.Done():
+		return now().Sub(start), context.Cause(ctx)
+	}
+}
+
+func (g *aliasGate) leave() { <-g.slots }
+
+// Queued is the number of calls waiting at the aliases' concurrency
+// ceilings (besides those waiting at their targets' gates, which the
+// engine's pacer counts).
+func (h *Handler) Queued() int {
+	n := 0
+	for _, g := range h.aliasGates {
+		n += int(g.waiting.Load())
+	}
+	return n
 }
 
 // New returns the proxy's handler.
@@ -151,6 +194,8 @@ func New(o Options) (*Handler, error) {
 	h.o.StreamBuffer = first(h.o.StreamBuffer, h.cfg.StreamBuffer, DefaultStreamBuffer)
 	h.o.MaxQueued = first(h.o.MaxQueued, h.cfg.MaxQueued, DefaultMaxQueued)
 	h.o.MaxAnswer = first(h.o.MaxAnswer, h.cfg.MaxAnswer, DefaultMaxAnswer)
+	// A held answer counts toward the total: it can never be larger.
+	h.o.MaxAnswer = min(h.o.MaxAnswer, h.o.MaxQueued)
 	if h.o.MaxBuffered <= 0 {
 		h.o.MaxBuffered = DefaultMaxBuffered
 	}
@@ -167,6 +212,14 @@ func New(o Options) (*Handler, error) {
 		h.replay = newReplays(h.o.ReplayWindow)
 	}
 	h.lim = limits{maxCalls: int64(h.o.MaxInFlight), maxBytes: h.o.MaxBuffered}
+	for name, a := range h.cfg.Aliases {
+		if a.MaxConcurrency > 0 {
+			if h.aliasGates == nil {
+				h.aliasGates = map[string]*aliasGate{}
+			}
+			h.aliasGates[name] = &aliasGate{slots: make(chan struct{}, a.MaxConcurrency)}
+		}
+	}
 	h.flow = &flow{perCall: h.o.StreamBuffer, total: h.o.MaxQueued, timeout: h.o.WriteTimeout}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
@@ -223,6 +276,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.entry.Se
 
 // InFlight is the number of completion calls being served.
 func (h *Handler) InFlight() int64 { return h.lim.calls.Load() }
+
+// HeldWaiting is the number of non-streamed or buffered answers waiting
+// for room under the cap on answer bytes queued for callers (MaxQueued).
+func (h *Handler) HeldWaiting() int64 { return h.flow.holding.Load() }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	d := callerDialect(r)
@@ -437,13 +494,16 @@ type callState struct {
 	trim int
 	// whole: the answer is held until the call ends (not streamed, or
 	// buffered); text is the attempt's text so far, at most maxAnswer
-	// bytes, counted in flow; past them tooBig is the caller's error and
-	// cancel ends the call.
+	// bytes, counted in flow (waiting for room under its total cap; held
+	// is how long); past them, or with no room in time, tooBig is the
+	// caller's error and cancel ends the call.
 	whole     bool
 	text      []byte
 	maxAnswer int64
 	tooBig    *apiError
+	ctx       context.Context
 	cancel    context.CancelCauseFunc
+	held      time.Duration
 }
 
 // errAnswerTooBig ends a call whose held answer passed the cap.
@@ -466,8 +526,19 @@ func (cs *callState) holdText(text string) {
 		cs.cancel(e)
 		return
 	}
+	waited, err := cs.flow.hold(cs.ctx, int64(len(text)))
+	cs.held += waited
+	if err != nil {
+		var nr *errNoRoom
+		if errors.As(err, &nr) {
+			cs.tooBig = &apiError{status: http.StatusServiceUnavailable, class: stream.ClassOverload, code: "proxy_busy",
+				message: "limitscope proxy: " + nr.Error(), retryAfter: time.Second, retryable: true}
+		}
+		cs.dropWhole()
+		cs.cancel(err)
+		return
+	}
 	cs.text = append(cs.text, text...)
-	cs.flow.add(int64(len(text)))
 }
 
 // dropWhole gives the held answer's bytes back to the flow.
@@ -634,7 +705,26 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 	out := newWriter(in, id, h.o.Now())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, cancel: cancel}
+	if g := h.aliasGates[rt.Name]; g != nil {
+		// Past the alias's ceiling the call waits, within its deadline
+		// (the wait counts toward it, and is recorded as paced).
+		wctx, wcancel := context.WithTimeout(ctx, call.Policy.WithDefaults().Deadline)
+		waited, err := g.enter(wctx, h.o.Now)
+		wcancel()
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, busy(fmt.Sprintf("no slot under alias %q's max_concurrency (%d) within the call's deadline (%s)",
+					rt.Name, rt.MaxConcurrency, call.Policy.WithDefaults().Deadline)), in.dialect, id)
+			}
+			return
+		}
+		defer g.leave()
+		if waited > 0 {
+			call.Queued = waited
+			call.Policy.Deadline = max(call.Policy.WithDefaults().Deadline-waited, time.Millisecond)
+		}
+	}
+	cs := &callState{w: w, out: out, stream: live, flow: h.flow, maxAnswer: h.o.MaxAnswer, whole: !live, ctx: ctx, cancel: cancel}
 	cs.gone = func(err error) {
 		if h.o.Logf != nil {
 			h.o.Logf("proxy: call %s: %s; its upstream request is closed", id, err)
@@ -665,6 +755,10 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		}
 		call = next
 		res = h.run(ctx, eng, call, cs)
+	}
+	if cs.held > 0 && h.o.Logf != nil {
+		h.o.Logf("proxy: call %s: its held answer waited %s for room under the proxy's cap on queued answer bytes (%d, max_queued)",
+			id, cs.held.Round(time.Millisecond), h.o.MaxQueued)
 	}
 	if cs.tooBig != nil && r.Context().Err() == nil {
 		hd.Set(HeaderAttempts, strconv.Itoa(len(res.Attempts)))
@@ -805,7 +899,7 @@ func continuation(prev retry.Call, in *inbound, cs *callState, res retry.Result)
 		}
 	}
 	left := prev.Policy.MaxAttempts - len(res.Attempts)
-	leftTime := prev.Policy.Deadline - res.Ended.Sub(res.Started)
+	leftTime := prev.Policy.Deadline - (res.Ended.Sub(res.Started) - res.SinkTime) // the caller's reading does not count
 	if len(chain) == 0 || left < 1 || leftTime <= 0 || len(cs.sent) == 0 {
 		return retry.Call{}, false
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -143,24 +144,103 @@ func (o *sseOut) fail(err error) {
 	})
 }
 
-// flow is the proxy's accounting of answer bytes queued for callers.
+// flow is the proxy's accounting of answer bytes queued for callers:
+// streams' pending events and the answers held whole until their call
+// ends.
 type flow struct {
 	perCall int
 	total   int64
-	timeout time.Duration // a write's deadline
+	timeout time.Duration // a write's deadline, and the longest a held answer waits for room
 	queued  atomic.Int64  // bytes pending for all callers
 	peak    atomic.Int64  // the most ever pending at once (tests read it)
 	waits   atomic.Int64  // times a call waited on its caller
+	// holding counts the held answers waiting for room under total now
+	// (the proxy's metrics read it), heldWaits the times one did.
+	holding   atomic.Int64
+	heldWaits atomic.Int64
+	mu        sync.Mutex
+	room      chan struct{} // closed when bytes are given back while a held answer waits; guarded by mu
 }
 
 func (f *flow) add(n int64) {
 	v := f.queued.Add(n)
+	if n < 0 && f.holding.Load() > 0 {
+		f.mu.Lock()
+		if f.room != nil {
+			close(f.room)
+			f.room = nil
+		}
+		f.mu.Unlock()
+	}
+	f.notePeak(v)
+}
+
+func (f *flow) notePeak(v int64) {
 	for {
 		p := f.peak.Load()
 		if v <= p || f.peak.CompareAndSwap(p, v) {
 			return
 		}
 	}
+}
+
+// tryHold counts n more bytes of a held answer when they fit under total.
+func (f *flow) tryHold(n int64) bool {
+	for {
+		v := f.queued.Load()
+		if v+n > f.total {
+			return false
+		}
+		if f.queued.CompareAndSwap(v, v+n) {
+			f.notePeak(v + n)
+			return true
+		}
+	}
+}
+
+// hold counts n more bytes of an answer held whole, waiting while they do
+// not fit under the total cap until other calls give bytes back, ctx ends
+// or the write timeout passes (errNoRoom). It returns how long it waited.
+func (f *flow) hold(ctx context.Context, n int64) (time.Duration, error) {
+	if f.tryHold(n) {
+		return 0, nil
+	}
+	f.holding.Add(1)
+	defer f.holding.Add(-1)
+	f.heldWaits.Add(1)
+	start := time.Now()
+	timer := time.NewTimer(f.timeout)
+	defer timer.Stop()
+	for {
+		f.mu.Lock()
+		if f.room == nil {
+			f.room = make(chan struct{})
+		}
+		room := f.room
+		f.mu.Unlock()
+		if f.tryHold(n) {
+			return time.Since(start), nil
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return time.Since(start), context.Cause(ctx)
+		case <-timer.C:
+			return time.Since(start), &errNoRoom{total: f.total, waited: f.timeout}
+		}
+	}
+}
+
+// errNoRoom ends a call whose held answer found no room under the total
+// cap within the write timeout.
+type errNoRoom struct {
+	total  int64
+	waited time.Duration
+}
+
+func (e *errNoRoom) Error() string {
+	return fmt.Sprintf("the answers held for callers are at the proxy's cap of %d bytes (max_queued, --max-queued) and this one found no room for %s (the write timeout, --write-timeout); retry shortly, stream it, or raise the cap",
+		e.total, e.waited)
 }
 
 // errCallerGone is the cause of a call ended because its caller stopped

@@ -108,6 +108,10 @@ type Call struct {
 	// Control, when set, lets the caller steer the running call (fail over
 	// now).
 	Control *Control
+	// Queued is how long the call already waited at its caller's own gate
+	// before Run (the proxy's concurrency ceiling per alias): it is added to
+	// the first attempt's Paced, so the history shows the whole wait.
+	Queued time.Duration
 }
 
 // Engine runs calls. It is safe for concurrent use.
@@ -199,6 +203,8 @@ func (e *Engine) rand() float64 {
 // the wait for a concurrency slot and the attempt in flight included: an
 // attempt still in flight when it passes is ended as a timeout, and the
 // call moves on (the next target gets FailoverWait to answer) or gives up.
+// The time sink takes over the text events does not count toward the
+// deadline: a caller that takes its answer slowly moves it on by as much.
 // With NoRetryAfterText, an error after any text reached sink ends the
 // call. Call.Control moves the call on at once, from a wait or a stream.
 func (e *Engine) Run(ctx context.Context, c Call, sink func(Event)) Result {
@@ -232,6 +238,13 @@ type run struct {
 
 	failover <-chan struct{} // closed by Control.FailOver while on this target
 	textSent bool            // text of the current attempt reached sink
+	// sinkMu guards what the deadline's timer shares with the attempt's
+	// text callbacks: the time spent in the sink is the caller's, not the
+	// call's, and moves the deadline on by as much (see emitText).
+	sinkMu   sync.Mutex
+	inSink   bool            // a text event is in the sink
+	extended time.Duration   // the deadline moved on since the attempt's timer was armed
+	due      func()          // the timer fired while in the sink: re-checks when it returns
 	move     Move            // why the current target is being left
 	stopped  map[string]bool // accounts whose quota stop this call met (FailoverOnQuota)
 }
@@ -569,12 +582,94 @@ func (r *run) attemptContext(now time.Time) (context.Context, context.CancelFunc
 	if left <= 0 {
 		left = r.pol.FailoverWait
 	}
-	stopTimer := afterFunc(r.clock, left, func() { cancelCause(errCallDeadline) })
+	stopTimer := r.deadlineTimer(left, func() { cancelCause(errCallDeadline) })
 	stopWatch := r.watchFailover(cancelCause)
 	return ctx, func() {
 		stopWatch()
 		stopTimer()
 		cancelCause(nil)
+	}
+}
+
+// deadlineTimer runs expire once d of the clock's time has passed that the
+// attempt did not spend in its sink's text callbacks: when it fires while
+// one runs, it waits for it to return; when the sink took time since it was
+// armed, it waits that much longer. A caller that reads its answer slowly
+// (the proxy's backpressure) so never brings the deadline nearer.
+func (r *run) deadlineTimer(d time.Duration, expire func()) (stop func()) {
+	var mu sync.Mutex // guards stopped and stopCur against the timer's own re-arming
+	stopped := false
+	var stopCur func()
+	var fire func()
+	arm := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			stopCur = afterFunc(r.clock, d, fire)
+		}
+	}
+	fire = func() {
+		r.sinkMu.Lock()
+		if r.inSink {
+			r.due = fire
+			r.sinkMu.Unlock()
+			return
+		}
+		ext := r.extended
+		r.extended = 0
+		r.sinkMu.Unlock()
+		if ext > 0 {
+			arm(ext)
+			return
+		}
+		mu.Lock()
+		live := !stopped
+		mu.Unlock()
+		if live {
+			expire()
+		}
+	}
+	r.sinkMu.Lock()
+	r.extended, r.due = 0, nil
+	r.sinkMu.Unlock()
+	arm(d)
+	return func() {
+		mu.Lock()
+		stopped = true
+		f := stopCur
+		mu.Unlock()
+		if f != nil {
+			f()
+		}
+		r.sinkMu.Lock()
+		r.due = nil
+		r.sinkMu.Unlock()
+	}
+}
+
+// emitText hands a text event to the sink; the time the sink takes moves
+// the call's deadline on by as much (the caller taking its answer slowly is
+// not the call being slow), and a deadline timer that fired meanwhile
+// re-checks once it returns.
+func (r *run) emitText(ev Event) {
+	start := r.clock.Now()
+	r.sinkMu.Lock()
+	r.inSink = true
+	r.sinkMu.Unlock()
+	r.emit(ev)
+	took := r.clock.Now().Sub(start)
+	r.sinkMu.Lock()
+	r.inSink = false
+	if took > 0 {
+		r.deadline = r.deadline.Add(took)
+		r.extended += took
+		r.res.SinkTime += took
+	}
+	f := r.due
+	r.due = nil
+	r.sinkMu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
@@ -592,6 +687,9 @@ const (
 func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream.Result, attemptEnd) {
 	start := r.clock.Now()
 	a := Attempt{N: len(r.res.Attempts) + 1, Target: t, StartedAt: start, Paced: paced}
+	if a.N == 1 {
+		a.Paced += r.call.Queued
+	}
 	ac := a
 	r.emit(Event{Kind: EventAttemptStart, Time: start, Attempt: &ac})
 	r.textSent = false
@@ -620,7 +718,7 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 				r.call.Control.setCanMove(false) // the caller cannot take text back
 			}
 		}
-		r.emit(Event{Kind: EventText, Text: s})
+		r.emitText(Event{Kind: EventText, Text: s})
 	}
 	thinking := false
 	onThinking := func() {

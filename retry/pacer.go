@@ -92,6 +92,7 @@ type Pace struct {
 // PaceState is a target's pacing state, for display.
 type PaceState struct {
 	Concurrency int       // the current concurrency limit
+	Ceiling     int       // what it may grow to now (the configured ceiling, or less from Little's law)
 	InFlight    int       // requests holding a slot
 	Queued      int       // requests waiting for a slot
 	Rate        float64   // estimated refill, requests per second; 0 when unknown
@@ -134,6 +135,7 @@ type gate struct {
 	holdAsked time.Duration
 
 	avgTok, avgIn, avgOut float64 // tokens per request, smoothed
+	avgLat                float64 // seconds from a success's send to its end, smoothed
 
 	// learned rate (no per-minute requests window in the headers)
 	headerRate bool        // a per-minute requests window was seen: no learning
@@ -241,7 +243,7 @@ func (p *Pacer) State(t stream.Target) PaceState {
 	if h.IsZero() {
 		src = stream.SourceNone
 	}
-	return PaceState{Concurrency: g.capacity(), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known,
+	return PaceState{Concurrency: g.capacity(), Ceiling: int(p.ceilingLocked(g)), InFlight: g.inflight, Queued: len(g.waiters), Rate: g.rate, HoldUntil: h, Known: g.known,
 		RateLearned: g.learned, HoldSource: src, HoldAsked: asked}
 }
 
@@ -575,6 +577,10 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 		p.resyncLocked(g, sent, r.Limits, now, sameRound)
 	}
 
+	// Latency: what the answers take, for the ceiling (ceilingLocked).
+	if e == nil && now.After(sent) {
+		g.avgLat = ewma(g.avgLat, now.Sub(sent).Seconds())
+	}
 	// Concurrency: AIMD with slow start.
 	switch {
 	case e != nil && (e.Class == stream.ClassRateLimit || e.Class == stream.ClassOverload):
@@ -603,6 +609,29 @@ func (p *Pacer) observeLocked(g *gate, seq uint64, sent time.Time, r *stream.Res
 			p.grow(g, g.limit+1/g.limit, now)
 		}
 	}
+	if c := p.ceilingLocked(g); g.limit > c {
+		g.limit = c // the ceiling came down with the latency or the window
+	}
+}
+
+// LittleMargin is how many times the concurrency a target's request window
+// keeps busy its ceiling allows (Pacer.ceilingLocked).
+const LittleMargin = 2
+
+// ceilingLocked is g's concurrency ceiling now: the configured one
+// (MaxConcurrency, TargetMax) and, once the headers tell a per-minute
+// request window and successes have been timed, no more than that window
+// can keep busy (Little's law: requests per second × seconds per answer),
+// with LittleMargin for bursts and latency that varies, and never below
+// SlowStart. Long answers so raise it (1,000 RPM of 30 s streams: 500
+// concurrent, a ceiling of 1,000) and short ones lower it (1,000 RPM of
+// 0.3 s answers: 5, a ceiling of 10), within the configured one.
+func (p *Pacer) ceilingLocked(g *gate) float64 {
+	c := g.max
+	if g.headerRate && g.rate > 0 && g.avgLat > 0 {
+		c = math.Min(c, math.Max(p.slowStart(), math.Ceil(LittleMargin*g.rate*g.avgLat)))
+	}
+	return c
 }
 
 func (p *Pacer) rateWindow() time.Duration {
@@ -677,7 +706,7 @@ func (p *Pacer) setBurstLocked(g *gate) {
 // grow raises the concurrency limit towards to, within MaxConcurrency and
 // the ramp rule.
 func (p *Pacer) grow(g *gate, to float64, now time.Time) {
-	to = math.Min(to, g.max)
+	to = math.Min(to, p.ceilingLocked(g))
 	if rp := p.Ramp; rp != nil && to > rp.Threshold {
 		growth, period := rp.Growth, rp.Period
 		if growth <= 0 {

@@ -238,4 +238,7 @@ type Result struct {
 	Moves          []Move // every failover, in order, with its cause
 	Started        time.Time
 	Ended          time.Time
+	// SinkTime is how long the sink took over text events (a proxy's caller
+	// reading slowly): the call's deadline does not count it.
+	SinkTime time.Duration
 }

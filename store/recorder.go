@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,7 +43,22 @@ type Options struct {
 	// writes what is queued to a journal instead (default 500ms; see
 	// JournalDir). The journal is merged by the next writer.
 	JournalAfter time.Duration
+	// GroupDelay is how long a commit asked for (a Flush, or a call's end
+	// in the background) waits when another was asked for within groupBusy
+	// (calls ending close together: the proxy under load), so that they
+	// share one transaction and its syncs (default DefaultGroupDelay;
+	// negative: never). One asked for alone goes at once.
+	GroupDelay time.Duration
 }
+
+// DefaultGroupDelay is Options.GroupDelay's default: about what one
+// commit's sync takes, so that under load a commit's cost is spread over
+// the calls ending while it waits.
+const DefaultGroupDelay = time.Millisecond
+
+// groupBusy is how close together two commits must be asked for for the
+// later to wait GroupDelay.
+const groupBusy = 10 * time.Millisecond
 
 func (o *Options) fill() {
 	if o.LockTimeout <= 0 {
@@ -68,6 +84,9 @@ func (o *Options) fill() {
 	}
 	if o.CooldownCache == 0 {
 		o.CooldownCache = time.Second
+	}
+	if o.GroupDelay == 0 {
+		o.GroupDelay = DefaultGroupDelay
 	}
 	if o.JournalAfter <= 0 {
 		o.JournalAfter = 500 * time.Millisecond
@@ -142,7 +161,9 @@ type Recorder struct {
 	// a commit can wait long, for the lock or standing aside for a waiter,
 	// and a goroutine blocked on a channel is idle to testing/synctest).
 	commitSem  chan struct{}
-	sessDirty  bool // the session's end is not written yet (guarded by mu)
+	lastAsk    atomic.Int64 // when a commit was last asked for (Flush, a call's end), in Unix nanoseconds
+	commits    atomic.Int64 // transactions committed (tests read it)
+	sessDirty  bool         // the session's end is not written yet (guarded by mu)
 	calls      map[string]*callState
 	sessionKey []byte
 	session    Session
@@ -282,6 +303,23 @@ func (r *Recorder) Pending() int {
 	return r.queue.n + r.flying
 }
 
+// group waits GroupDelay when another commit was asked for within
+// groupBusy (calls ending close together: a proxy under load), so that the
+// calls ending meanwhile share one transaction and its syncs; a commit
+// asked for alone goes at once.
+func (r *Recorder) group(ctx context.Context) {
+	now := time.Now().UnixNano()
+	if prev := r.lastAsk.Swap(now); r.opts.GroupDelay <= 0 || now-prev >= int64(groupBusy) {
+		return
+	}
+	t := time.NewTimer(r.opts.GroupDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // Flush commits every event queued so far and returns once they are on
 // disk (bbolt syncs every commit), so a caller can acknowledge them: the
 // proxy flushes before it ends a response. It waits for another process's
@@ -293,6 +331,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	need := r.enqueued
 	r.mu.Unlock()
+	r.group(ctx)
 	for {
 		err := r.commit(ctx, r.opts.LockTimeout, need)
 		if err == nil {
@@ -515,6 +554,9 @@ func (r *Recorder) loop() {
 			}
 			continue
 		}
+		if urgent {
+			r.group(ctx)
+		}
 		err := r.commit(ctx, r.opts.LockTimeout, commitAlways)
 		if err != nil {
 			if !failing {
@@ -621,6 +663,7 @@ func (r *Recorder) commit(ctx context.Context, timeout time.Duration, need uint6
 		return err
 	}
 	savedCooldowns(pends)
+	r.commits.Add(1)
 	r.mu.Lock()
 	r.queue.recycle(&items)
 	r.flying = 0

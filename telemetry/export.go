@@ -52,6 +52,7 @@ const (
 	MetricTokensLimit        = "limitscope.ratelimit.tokens.limit"
 	MetricProxyInFlight      = "limitscope.proxy.calls.in_flight"
 	MetricProxyQueued        = "limitscope.proxy.calls.queued"
+	MetricProxyHeldWaiting   = "limitscope.proxy.answers.waiting"
 	MetricDropped            = "limitscope.telemetry.dropped"
 
 	LatestInferenceDuration   = "gen_ai.client.inference.duration"
@@ -248,6 +249,7 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 	tokLimit := gauge(MetricTokensLimit, "{token}", "Tokens allowed in each token rate-limit window, from the latest response's headers.")
 	inFlight := gauge(MetricProxyInFlight, "{call}", "Calls the proxy is serving.")
 	queued := gauge(MetricProxyQueued, "{call}", "Calls waiting for a concurrency slot at a target's gate (the proxy's queue).")
+	heldWaiting := gauge(MetricProxyHeldWaiting, "{call}", "Non-streamed or buffered answers waiting for room under the proxy's cap on queued answer bytes.")
 	if len(slices.DeleteFunc(slices.Clone(errs), func(e error) bool { return e == nil })) == 0 {
 		_, err := m.RegisterCallback(t.gauges.observe(reqLeft, reqLimit, tokLeft, tokLimit), reqLeft, reqLimit, tokLeft, tokLimit)
 		add(err)
@@ -260,8 +262,11 @@ func newInstruments(m metric.Meter, t *Telemetry) (instruments, error) {
 				n = (*f)()
 			}
 			o.ObserveInt64(queued, int64(n))
+			if f := t.proxyHeldWaiting.Load(); f != nil {
+				o.ObserveInt64(heldWaiting, (*f)())
+			}
 			return nil
-		}, inFlight, queued)
+		}, inFlight, queued, heldWaiting)
 		add(err)
 	}
 	_, err := m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{call}"),

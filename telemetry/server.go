@@ -216,6 +216,15 @@ func (t *Telemetry) SetQueued(f func() int) {
 	}
 }
 
+// ObserveProxyHeldWaiting has the limitscope.proxy.answers.waiting gauge
+// read waiting (the proxy's held answers waiting for room under its cap on
+// queued answer bytes) whenever metrics are collected. Safe on nil.
+func (t *Telemetry) ObserveProxyHeldWaiting(waiting func() int64) {
+	if t != nil && waiting != nil {
+		t.proxyHeldWaiting.Store(&waiting)
+	}
+}
+
 // ObserveProxyInFlight has the limitscope.proxy.calls.in_flight gauge
 // read inFlight (the proxy's calls being served) whenever metrics are
 // collected. Safe on nil.

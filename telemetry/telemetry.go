@@ -110,8 +110,10 @@ type Telemetry struct {
 	baseURL       func(stream.Target) string
 	bounds        atomic.Pointer[labelBounds] // the model label values kept (nil: the first maxModels)
 	proxyInFlight atomic.Pointer[func() int64]
-	prom          http.Handler
-	stderr        io.Writer
+	// proxyHeldWaiting reads the proxy's held answers waiting for room (ObserveProxyHeldWaiting).
+	proxyHeldWaiting atomic.Pointer[func() int64]
+	prom             http.Handler
+	stderr           io.Writer
 	// The worker's alone: what export builds once and reuses.
 	sets    map[setKey]recordOpts           // metric attribute sets
 	targets map[stream.Target]*targetInfo   // per target: strings, attributes, sets
