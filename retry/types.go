@@ -123,11 +123,16 @@ type Attempt struct {
 	TTFText         time.Duration
 	Thinking        bool
 	ReasoningTokens int
-	StartedAt       time.Time
-	Duration        time.Duration
-	Limits          *stream.Limits // the snapshot this response carried
-	Decision        Decision
-	NoRetry         bool // x-should-retry: false
+	// ServedTier is the service tier that served the answer, as the
+	// provider named it ("" when it named none); Downgraded says it is
+	// below the premium tier the target asked for.
+	ServedTier string
+	Downgraded bool
+	StartedAt  time.Time
+	Duration   time.Duration
+	Limits     *stream.Limits // the snapshot this response carried
+	Decision   Decision
+	NoRetry    bool // x-should-retry: false
 	// Cooldown is the cooldown this attempt's quota error recorded (scope,
 	// target, until), nil when none: consumers read it, never parse Message.
 	Cooldown *Cooldown
