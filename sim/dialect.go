@@ -72,6 +72,8 @@ type provider struct {
 	// limitHeaders: the answers carry rate-limit headers and a 429 a
 	// Retry-After header (the answers' text says so only then).
 	limitHeaders bool
+	// tiers are the provider's service tiers (tiers.go).
+	tiers simTiers
 	// apis are the provider's other APIs, by their path below the prefix
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
@@ -104,18 +106,18 @@ func init() {
 func providerTable() []*provider {
 	return []*provider{
 		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, limitHeaders: true,
-			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
+			failuresCount: true, tokensAtAdmission: true, compat: openAICompat, tiers: openAISimTiers,
 			apis: map[string]dialect{"/responses": responsesDialect{}}},
-		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true},
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true, tiers: anthropicSimTiers},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
-			dayCountsFailures: true, dayAtMidnight: true,
+			dayCountsFailures: true, dayAtMidnight: true, tiers: geminiSimTiers,
 			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}}},
 		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID, limitHeaders: true,
-			tokensAtAdmission: true, compat: groqCompat},
+			tokensAtAdmission: true, compat: groqCompat, tiers: groqSimTiers},
 		{name: "deepseek", prefix: "/deepseek", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: deepseekCompat},
 		{name: "mistral", prefix: "/mistral/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: mistralCompat},
 		{name: "xai", prefix: "/xai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, compat: xaiCompat},
-		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID},
+		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID, tiers: bedrockSimTiers},
 	}
 }
 
@@ -147,6 +149,7 @@ type simRequest struct {
 	prompt       string // all the text sent, for the answer and the request's fingerprint
 	ixLegacy     bool   // Interactions: Api-Revision 2026-05-07, the legacy event names
 	requestID    string // the id an answer given before the decision carries
+	tier         string // the service tier asked for ("": none)
 }
 
 const maxRequestBody = 32 << 20
@@ -251,6 +254,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, p *provider, pd d
 	}
 	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
 		send(bad)
+		return false
+	}
+	if bad := admitTier(p, body, req); bad != nil {
+		send(*bad)
 		return false
 	}
 	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {
