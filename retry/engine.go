@@ -755,7 +755,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 		r.res.TextTruncated = sr.TextTruncated
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
-		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
+		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model, Tier: t.Tier}
 		if served.Model == "" {
 			served.Model = t.Model
 		}

@@ -218,6 +218,9 @@ func rowText(r *logRow, narrow bool, pw int) string {
 	if a.MidStream {
 		code = strings.TrimSpace(code + " mid-stream")
 	}
+	if tc := tierCode(a); tc != "" {
+		code = strings.TrimSpace(code + " " + tc)
+	}
 	delay := ""
 	if a.RetryAfter != nil {
 		delay = "asked " + fmtDur(*a.RetryAfter) + " (" + sourceOr(a.DelaySource, "retry-after") + ")"
@@ -276,6 +279,9 @@ func compactRow(r *logRow, pw int) string {
 			s += " text " + fmtDur(a.TTFText) // after thinking
 		}
 	}
+	if tc := tierCode(a); tc != "" {
+		s += " " + tc
+	}
 	if a.Waited > 0 {
 		s += " waited " + fmtDur(a.Waited)
 	}
@@ -296,6 +302,8 @@ func (r *logRow) render(w, pw int, st *theme.Styles) string {
 	switch {
 	case r.wait != nil:
 		return st.Wait.Render(t)
+	case r.attempt.Class == stream.ClassOK && r.attempt.Downgraded:
+		return st.Warn.Render(t)
 	case r.attempt.Class == stream.ClassOK:
 		return t
 	case r.attempt.Class == stream.ClassQuota:
