@@ -38,8 +38,14 @@ type attemptLog struct {
 const minProviderColumn = 9
 
 // providerLabel is a row's provider column: the provider (with its API
-// variant) and the account, so that two accounts' rows never read alike.
-func providerLabel(t stream.Target) string { return t.EndpointKey() }
+// variant), the account and the service tier asked, so that two accounts'
+// (or two tiers') rows never read alike: "openai@team+flex".
+func providerLabel(t stream.Target) string {
+	if t.Tier != "" {
+		return t.EndpointKey() + stream.TierSep + t.Tier
+	}
+	return t.EndpointKey()
+}
 
 func newAttemptLog() *attemptLog { return &attemptLog{sel: -1, pw: minProviderColumn} }
 
