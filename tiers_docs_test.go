@@ -8,6 +8,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/limitscope/limitscope/retry"
+	"github.com/limitscope/limitscope/stream"
 )
 
 // docCommands extracts the limitscope commands of a document's ```sh
@@ -93,6 +96,24 @@ func TestServiceTiersDoc(t *testing.T) {
 			}
 		default:
 			t.Errorf("docs/service-tiers.md command %q has no check here: add one", c.line)
+		}
+	}
+}
+
+// TestServedTierWords checks what `history show` says of an attempt's
+// served tier and a downgrade.
+func TestServedTierWords(t *testing.T) {
+	prio := stream.Target{Provider: "openai", Model: "m", Tier: "priority"}
+	for _, c := range []struct {
+		a    retry.Attempt
+		want string
+	}{
+		{retry.Attempt{Target: prio, ServedTier: "default", Downgraded: true}, "  served default, DOWNGRADED from priority"},
+		{retry.Attempt{Target: stream.Target{Provider: "openai", Model: "m"}, ServedTier: "default"}, "  served default"},
+		{retry.Attempt{Target: prio}, ""},
+	} {
+		if got := servedTierWords(c.a); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
 		}
 	}
 }
