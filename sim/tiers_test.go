@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"google.golang.org/genai"
+
+	"github.com/limitscope/limitscope/stream"
 )
 
 // TestOpenAISDKTiers drives the simulator's service tiers with openai-go:
@@ -196,5 +198,59 @@ func TestGroqFlexCapacity(t *testing.T) {
 	req.ContentLength = -1
 	if r := mustDo(t, ts, req); r.status != http.StatusOK {
 		t.Errorf("on_demand met the flex fault: %d %s", r.status, r.body)
+	}
+}
+
+// TestTierRoundTrip drives every provider's tiers through the stream
+// client: the tier is taken, the served tier read back where the provider
+// names it, a tier_downgrade of a premium request seen as a downgrade, and
+// a flex_capacity fault classed flex_capacity where the provider has flex.
+func TestTierRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		target         string
+		served, downTo string // "": the provider names none
+		flex           bool
+	}{
+		{"openai/gpt-5.4-mini+priority", "priority", "default", true},
+		{"openai:responses/gpt-5.4-mini+priority", "priority", "default", true},
+		{"anthropic/claude-sonnet-4-5+auto", "standard", "", false},
+		{"gemini/gemini-2.5-flash+priority", "priority", "standard", true},
+		{"gemini:interactions/gemini-2.5-flash+priority", "priority", "standard", true},
+		{"groq/llama-3.3-70b-versatile+on_demand", "", "", true},
+		{"bedrock/anthropic.claude-haiku-5-5-v1:0+priority", "priority", "default", false},
+	} {
+		t.Run(c.target, func(t *testing.T) {
+			s, ts, _ := newTestSim(t, Options{})
+			tg, err := stream.ParseTarget(c.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			do := func(tg stream.Target) stream.Result {
+				ep := stream.Endpoint{Provider: tg.Provider, BaseURL: BaseURL(ts.URL, tg.Provider), Key: stream.Secret(FakeKey)}
+				return (&stream.Client{}).Do(sdkCtx(t), ep, stream.Request{Target: tg, Prompt: "hello there", MaxTokens: 64}, nil)
+			}
+			if r := do(tg); r.Err != nil || r.ServedTier != c.served || tg.Downgraded(r.ServedTier) {
+				t.Fatalf("served %q (%v), want %q", r.ServedTier, r.Err, c.served)
+			}
+			base, _, _ := strings.Cut(tg.Provider, ":")
+			if c.downTo != "" {
+				if err := s.Inject(Fault{Provider: base, Kind: FaultTierDowngrade}); err != nil {
+					t.Fatal(err)
+				}
+				if r := do(tg); r.Err != nil || r.ServedTier != c.downTo || !tg.Downgraded(r.ServedTier) {
+					t.Fatalf("downgrade: served %q (%v), want %q", r.ServedTier, r.Err, c.downTo)
+				}
+			}
+			if c.flex {
+				if err := s.Inject(Fault{Provider: base, Kind: FaultFlexCapacity}); err != nil {
+					t.Fatal(err)
+				}
+				fx := tg
+				fx.Tier = "flex"
+				if r := do(fx); r.Err == nil || r.Err.Class != stream.ClassFlexCapacity {
+					t.Fatalf("flex: %v, want flex_capacity", r.Err)
+				}
+			}
+		})
 	}
 }
