@@ -108,7 +108,7 @@ func TestServedTierWords(t *testing.T) {
 		a    retry.Attempt
 		want string
 	}{
-		{retry.Attempt{Target: prio, ServedTier: "default", Downgraded: true}, "  served default, DOWNGRADED from priority"},
+		{retry.Attempt{Target: prio, ServedTier: "default", Downgraded: true}, "  served default, downgraded from priority"},
 		{retry.Attempt{Target: stream.Target{Provider: "openai", Model: "m"}, ServedTier: "default"}, "  served default"},
 		{retry.Attempt{Target: prio}, ""},
 	} {

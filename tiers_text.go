@@ -3,14 +3,11 @@ package main
 import "github.com/limitscope/limitscope/retry"
 
 // servedTierWords is what `history show` says of the service tier that
-// served an attempt: "  served standard, DOWNGRADED from priority",
-// "  served flex", or "" when the answer named none.
+// served an attempt: "  served standard, downgraded from priority", or ""
+// when the answer named none.
 func servedTierWords(at retry.Attempt) string {
-	switch {
-	case at.ServedTier == "":
-		return ""
-	case at.Downgraded:
-		return "  served " + at.ServedTier + ", DOWNGRADED from " + at.Target.Tier
+	if n := at.TierNote(); n != "" {
+		return "  " + n
 	}
-	return "  served " + at.ServedTier
+	return ""
 }

@@ -614,13 +614,10 @@ func (p *provAcc) row(name string) providerRow {
 }
 
 // tierTitle is what a mark's title says of the attempt's service tier:
-// " · served standard, downgraded from priority", " · served flex", or "".
+// " · served standard, downgraded from priority", or "".
 func tierTitle(a *retry.Attempt) string {
-	switch {
-	case a.ServedTier == "":
-		return ""
-	case a.Downgraded:
-		return " · served " + a.ServedTier + ", downgraded from " + a.Target.Tier
+	if n := a.TierNote(); n != "" {
+		return " · " + n
 	}
-	return " · served " + a.ServedTier
+	return ""
 }

@@ -248,3 +248,16 @@ type Result struct {
 	Started        time.Time
 	Ended          time.Time
 }
+
+// TierNote says which service tier served the attempt: "served standard,
+// downgraded from priority", "served flex", or "" when the answer named
+// none.
+func (a Attempt) TierNote() string {
+	switch {
+	case a.ServedTier == "":
+		return ""
+	case a.Downgraded:
+		return "served " + a.ServedTier + ", downgraded from " + a.Target.Tier
+	}
+	return "served " + a.ServedTier
+}
