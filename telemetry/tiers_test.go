@@ -12,7 +12,7 @@ func TestTierAttrs(t *testing.T) {
 	a := retry.Attempt{Target: stream.Target{Provider: "gemini", Model: "m", Tier: "priority"}, ServedTier: "standard", Downgraded: true}
 	got := map[string]string{}
 	for _, kv := range tierAttrs(&a) {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	if got["limitscope.tier"] != "priority" || got["limitscope.tier.served"] != "standard" || got["limitscope.tier.downgraded"] != "true" || len(got) != 3 {
 		t.Errorf("attrs %v", got)
