@@ -38,3 +38,14 @@ func TestTierRowsAndLine(t *testing.T) {
 		t.Errorf("sentence %q", e)
 	}
 }
+
+// The conversation's served-by badge says a downgrade.
+func TestServedBadgeDowngrade(t *testing.T) {
+	prio := stream.Target{Provider: "gemini", Model: "gemini-3.8-flash", Tier: "priority"}
+	tr := &turn{primary: prio, blocks: []*block{{kind: blockText}}}
+	res := &retry.Result{ServedBy: &prio, Attempts: []retry.Attempt{{Target: prio, Class: stream.ClassOK, ServedTier: "standard", Downgraded: true}}}
+	served(tr, res)
+	if h := tr.blocks[0].header; h != "served by gemini/gemini-3.8-flash+priority · served standard, downgraded from priority" {
+		t.Errorf("badge %q", h)
+	}
+}
