@@ -18,6 +18,7 @@ import (
 var callerTiers = map[stream.Dialect][]string{
 	stream.DialectOpenAI:    {"auto", "default", "flex", "priority"},
 	stream.DialectAnthropic: {"auto", "standard_only"},
+	stream.DialectResponses: {"auto", "default", "flex", "priority"},
 }
 
 // readTier reads the caller's service_tier into in: a caller error for a
@@ -95,7 +96,7 @@ func servedTier(res retry.Result, d stream.Dialect) string {
 		return ""
 	case d == stream.DialectAnthropic && s != "priority":
 		return "standard"
-	case d == stream.DialectOpenAI && (s == "standard" || s == "on_demand" || s == "standard_only"):
+	case (d == stream.DialectOpenAI || d == stream.DialectResponses) && (s == "standard" || s == "on_demand" || s == "standard_only"):
 		return "default"
 	}
 	return s
@@ -109,4 +110,13 @@ func anthropicUsage(u stream.Usage, tier string) map[string]any {
 		m["service_tier"] = tier
 	}
 	return m
+}
+
+// withServedTier names the tier that served res on a Responses API
+// response object (its service_tier), when known.
+func withServedTier(obj map[string]any, res retry.Result) map[string]any {
+	if t := servedTier(res, stream.DialectResponses); t != "" {
+		obj["service_tier"] = t
+	}
+	return obj
 }

@@ -120,3 +120,25 @@ func TestTargetTier(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKResponsesTier: openai-go's Responses client asks priority of a
+// Gemini target (Gemini's priority), the simulator downgrades it, and the
+// response object names OpenAI's default tier.
+func TestSDKResponsesTier(t *testing.T) {
+	e := newEnv(t, sdkConfig(), nil)
+	e.inject(sim.Fault{Provider: "gemini", Kind: sim.FaultTierDowngrade})
+	p := responsesParams("gemini/gemini-3.8-flash", "Say hello")
+	p.ServiceTier = "priority"
+	res, err := e.openAI(testToken).Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServiceTier != "default" {
+		t.Errorf("service_tier %q, want default (Gemini's standard)", res.ServiceTier)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.calls) != 1 || e.calls[0].Chain[0].Tier != "priority" {
+		t.Errorf("calls %+v: want the target asking Gemini's priority", e.calls)
+	}
+}
