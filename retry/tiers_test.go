@@ -81,3 +81,20 @@ func TestBedrockTiersShareOneGate(t *testing.T) {
 		t.Errorf("priority and default gates differ: %+v %+v", s, s2)
 	}
 }
+
+// TestTierNote checks the sentence of an attempt's served tier.
+func TestTierNote(t *testing.T) {
+	prio := stream.Target{Provider: "gemini", Model: "m", Tier: "priority"}
+	for _, c := range []struct {
+		a    retry.Attempt
+		want string
+	}{
+		{retry.Attempt{Target: prio, ServedTier: "standard", Downgraded: true}, "served standard, downgraded from priority"},
+		{retry.Attempt{Target: prio, ServedTier: "priority"}, "served priority"},
+		{retry.Attempt{Target: prio}, ""},
+	} {
+		if got := c.a.TierNote(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
+		}
+	}
+}
