@@ -184,7 +184,7 @@ func TestDocsExamples(t *testing.T) {
 			check(t, c, sends, runCmd)
 			continue
 		}
-		if len(c.args) > 0 && c.args[0] == "send" {
+		if len(c.args) > 0 && c.args[0] == "send" && !tierRefused(c.args) {
 			sends++
 		}
 		wg.Add(1)
@@ -230,6 +230,8 @@ func check(t *testing.T, c readmeCommand, sends int, runCmd func([]string) (int,
 		// The console: on the simulator when no key is set.
 		e := startE2E(t, e2eEnv(t, t.TempDir()))
 		e.waitText("SIMULATED", "Type a prompt")
+	case tierModel(c.args) != "":
+		checkTierExample(t, c, runCmd)
 	case c.args[0] == "send":
 		code, out, errOut := runCmd(c.args)
 		if code != exitOK {

@@ -702,6 +702,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, in *inbound,
 		hd.Set(HeaderBuffered, "true")
 	}
 	call := h.callOf(r, in, rt, id, live)
+	call.Chain = withCallerTier(call.Chain, in.tier)
 	out := newWriter(in, id, h.o.Now())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)

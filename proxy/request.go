@@ -27,6 +27,7 @@ type inbound struct {
 	sampling     stream.Sampling
 	stream       bool
 	includeUsage bool     // OpenAI stream_options.include_usage
+	tier         string   // the caller's service_tier ("": none; see tiers.go)
 	ignored      []string // fields accepted but not sent on (reported in a header)
 }
 
@@ -143,14 +144,16 @@ func stopList(m map[string]json.RawMessage, name string) ([]string, *apiError) {
 var (
 	openAIRead = map[string]bool{"model": true, "messages": true, "stream": true, "stream_options": true,
 		"max_tokens": true, "max_completion_tokens": true, "temperature": true, "top_p": true, "stop": true,
-		"n": true, "response_format": true, "logprobs": true, "modalities": true, "parallel_tool_calls": true}
+		"n": true, "response_format": true, "logprobs": true, "modalities": true, "parallel_tool_calls": true,
+		"service_tier": true}
 	openAIRefused = map[string]string{
 		"tools": "tools", "tool_choice": "tool choice", "functions": "functions", "function_call": "function calling",
 		"top_logprobs": "log probabilities", "audio": "audio output", "prediction": "predicted outputs",
 		"web_search_options": "web search",
 	}
 	anthropicRead = map[string]bool{"model": true, "messages": true, "system": true, "max_tokens": true,
-		"stream": true, "temperature": true, "top_p": true, "stop_sequences": true, "tool_choice": true}
+		"stream": true, "temperature": true, "top_p": true, "stop_sequences": true, "tool_choice": true,
+		"service_tier": true}
 	anthropicRefused = map[string]string{
 		"tools": "tools", "thinking": "extended thinking", "mcp_servers": "MCP servers", "container": "containers",
 	}
@@ -214,6 +217,9 @@ func parseOpenAIMap(body []byte) (*inbound, *apiError) {
 		return nil, e
 	}
 	in.includeUsage = so.IncludeUsage
+	if e = readTier(m, in); e != nil {
+		return nil, e
+	}
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
 		var n int
 		ok, e := field(m, k, &n)
@@ -478,6 +484,9 @@ func parseAnthropic(body []byte) (*inbound, *apiError) {
 	}
 	if in.model == "" {
 		return nil, invalid("model", "model: Field required")
+	}
+	if e = readTier(m, in); e != nil {
+		return nil, e
 	}
 	ok, e := field(m, "max_tokens", &in.maxTokens)
 	if e != nil {

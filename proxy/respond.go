@@ -451,6 +451,9 @@ func (o *openAIWriter) message(w http.ResponseWriter, res retry.Result, model st
 	if res.Usage != nil {
 		v["usage"] = openAIUsage(res.Usage)
 	}
+	if t := servedTier(res, stream.DialectOpenAI); t != "" {
+		v["service_tier"] = t
+	}
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -489,6 +492,9 @@ func appendText(b, head []byte, s, tail string) []byte {
 
 func (o *openAIWriter) end(b []byte, res retry.Result, model string) []byte {
 	b = append(b, o.head(model)...)
+	if t := servedTier(res, stream.DialectOpenAI); t != "" {
+		b = append(appendJSONString(append(b, `"service_tier":`...), t), ',')
+	}
 	b = append(b, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
 	b = appendJSONString(b, openAIFinish(res.FinishReason))
 	b = append(b, "}]}\n\n"...)
@@ -548,7 +554,7 @@ func (a *anthropicWriter) message(w http.ResponseWriter, res retry.Result, model
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": anthropicStop(res.FinishReason), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens},
+		"usage": anthropicUsage(u, servedTier(res, stream.DialectAnthropic)),
 	})
 }
 
@@ -578,6 +584,9 @@ func (a *anthropicWriter) end(b []byte, res retry.Result, _ string) []byte {
 	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+	if t := servedTier(res, stream.DialectAnthropic); t != "" {
+		b = appendJSONString(append(b, `,"service_tier":`...), t)
+	}
 	b = append(b, "}}\n\n"...)
 	return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }

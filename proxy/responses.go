@@ -17,7 +17,7 @@ import (
 var (
 	responsesRead = map[string]bool{"model": true, "input": true, "instructions": true, "stream": true,
 		"max_output_tokens": true, "temperature": true, "top_p": true, "text": true, "tool_choice": true,
-		"background": true, "parallel_tool_calls": true}
+		"background": true, "parallel_tool_calls": true, "service_tier": true}
 	responsesRefused = map[string]string{
 		"tools": "tools", "previous_response_id": "a stored previous response", "conversation": "a stored conversation",
 		"prompt": "a stored prompt template", "top_logprobs": "log probabilities", "max_tool_calls": "tool calls",
@@ -49,6 +49,9 @@ func parseResponses(body []byte) (*inbound, *apiError) {
 	}
 	if in.model == "" {
 		return nil, invalid("model", "Missing required parameter: 'model'.")
+	}
+	if e = readTier(m, in); e != nil {
+		return nil, e
 	}
 	if _, e = field(m, "stream", &in.stream); e != nil {
 		return nil, e
@@ -193,8 +196,8 @@ func (r *responsesWriter) object(model, status string, errv, incomplete any, out
 
 func (r *responsesWriter) message(w http.ResponseWriter, res retry.Result, model string) {
 	status, incomplete := responsesStatus(res.FinishReason)
-	writeJSON(w, http.StatusOK, r.object(model, status, nil, incomplete,
-		[]any{r.item(status, res.Text)}, responsesUsage(res.Usage)))
+	writeJSON(w, http.StatusOK, withServedTier(r.object(model, status, nil, incomplete,
+		[]any{r.item(status, res.Text)}, responsesUsage(res.Usage)), res))
 }
 
 // event appends one event with its type and the next sequence number.
@@ -240,7 +243,8 @@ func (r *responsesWriter) end(b []byte, res retry.Result, model string) []byte {
 	if status == "incomplete" {
 		typ = "response.incomplete"
 	}
-	return r.event(b, typ, map[string]any{"response": r.object(model, status, nil, incomplete, []any{item}, responsesUsage(res.Usage))})
+	obj := withServedTier(r.object(model, status, nil, incomplete, []any{item}, responsesUsage(res.Usage)), res)
+	return r.event(b, typ, map[string]any{"response": obj})
 }
 
 // fail ends the stream with an error event (its fields at the top level,

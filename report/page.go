@@ -35,7 +35,7 @@ svg .arrow { stroke: var(--error); stroke-width: 2; fill: none; }
 svg .req { stroke: var(--accent); stroke-width: 2; fill: none; }
 svg .tok { stroke: var(--ok); stroke-width: 2; fill: none; stroke-dasharray: 5 2; }
 .c-ok { fill: var(--ok); background: var(--ok); } .c-rate-limit { fill: var(--warn); background: var(--warn); }
-.c-overload { fill: #BC4C00; background: #BC4C00; } .c-quota { fill: var(--error); background: var(--error); }
+.c-overload { fill: #BC4C00; background: #BC4C00; } .c-flex-capacity { fill: var(--warn); background: var(--warn); } .c-quota { fill: var(--error); background: var(--error); }
 .c-broken { fill: #A40E26; background: #A40E26; } .c-server { fill: #953800; background: #953800; }
 .c-connection, .c-timeout { fill: var(--wait); background: var(--wait); } .c-caller { fill: var(--subtle); background: var(--subtle); }
 .c-cancelled { fill: #57606A; background: #57606A; }

@@ -205,7 +205,7 @@ func header(in Input) view {
 		}
 		v.Sessions = append(v.Sessions, r)
 	}
-	for _, c := range []stream.Class{stream.ClassOK, stream.ClassRateLimit, stream.ClassOverload, stream.ClassQuota,
+	for _, c := range []stream.Class{stream.ClassOK, stream.ClassRateLimit, stream.ClassOverload, stream.ClassFlexCapacity, stream.ClassQuota,
 		stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCaller, stream.ClassCancelled} {
 		a := retry.Attempt{Class: c}
 		v.Legend = append(v.Legend, legendItem{Letter: letter(&a), Class: cssClass(&a), Name: strings.ReplaceAll(string(c), "_", " ")})
@@ -367,7 +367,7 @@ func (b *builder) attempt(c *store.Call, j int) {
 	x1, x2 := ax.x(a.StartedAt), ax.x(a.StartedAt.Add(a.Duration))
 	w := max(x2-x1, 12)
 	y := ax.laneY(tg)
-	title := txt(fmt.Sprintf("call %d attempt %d · %s · %s · HTTP %d %s · %s", c.ID, a.N, tg, a.Class, a.Status, a.Code, dur(a.Duration)))
+	title := txt(fmt.Sprintf("call %d attempt %d · %s · %s · HTTP %d %s · %s%s", c.ID, a.N, tg, a.Class, a.Status, a.Code, dur(a.Duration), tierTitle(a)))
 	tl.Marks = append(tl.Marks, mark{X: x1, Y: y - 9, W: w, H: 18, TextX: x1 + w/2, TextY: y + 4, Class: cssClass(a), Letter: letter(a), Title: title})
 	if a.Paced > 0 {
 		tl.Waits = append(tl.Waits, span{X1: ax.x(a.StartedAt.Add(-a.Paced)), X2: x1, Y: y, Pacing: true,
@@ -600,4 +600,13 @@ func (p *provAcc) row(name string) providerRow {
 	return providerRow{Provider: txt(name), Requests: p.requests, OK: p.ok, RateLimit: p.rate, Overload: p.over, Quota: p.quota,
 		Server: p.server, Broken: p.broken, Other: p.other, Wasted: p.wasted,
 		P50: pct(p.durs, 0.5), P95: pct(p.durs, 0.95), TTFT: pct(p.ttfts, 0.5), Waited: dur(p.waited)}
+}
+
+// tierTitle is what a mark's title says of the attempt's service tier:
+// " · served standard, downgraded from priority", or "".
+func tierTitle(a *retry.Attempt) string {
+	if n := a.TierNote(); n != "" {
+		return " · " + n
+	}
+	return ""
 }

@@ -40,6 +40,13 @@ type Policy struct {
 	// set, also when another account answered (Outcome ok); the move is in
 	// Result.Moves with the quota error as its Cause.
 	FailoverOnQuota bool
+	// FlexTries is the requests made to a target whose flex capacity is
+	// short (stream.ClassFlexCapacity) before the call moves on, when a
+	// fallback is left (default 3: two short retries); FlexBackoffCap caps
+	// their full-jitter backoff (default 2s): the providers advise
+	// jittered retries, then the request without flex.
+	FlexTries      int
+	FlexBackoffCap time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -53,6 +60,8 @@ func DefaultPolicy() Policy {
 		BackoffBase:    500 * time.Millisecond,
 		BackoffCap:     20 * time.Second,
 		Jitter:         250 * time.Millisecond,
+		FlexTries:      3,
+		FlexBackoffCap: 2 * time.Second,
 	}
 }
 
@@ -83,6 +92,12 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.Jitter <= 0 {
 		p.Jitter = d.Jitter
+	}
+	if p.FlexTries <= 0 {
+		p.FlexTries = d.FlexTries
+	}
+	if p.FlexBackoffCap <= 0 {
+		p.FlexBackoffCap = d.FlexBackoffCap
 	}
 	return p
 }
@@ -763,6 +778,7 @@ func (r *run) send(t stream.Target, paced time.Duration, permit *Permit) (stream
 	a.ResponseID = sr.ResponseID
 	a.TTFT = sr.TTFT
 	a.TTFText, a.Thinking, a.ReasoningTokens = sr.TTFText, sr.Thinking, sr.ReasoningTokens
+	a.ServedTier, a.Downgraded = sr.ServedTier, a.Target.Downgraded(sr.ServedTier)
 	a.Limits = sr.Limits
 	if e := sr.Err; e != nil {
 		a.Code = e.Code
@@ -837,7 +853,7 @@ func (r *run) decide(t stream.Target, sr *stream.Result, why attemptEnd, tries i
 		r.res.TextTruncated = sr.TextTruncated
 		r.res.FinishReason = sr.FinishReason
 		r.res.Usage = sr.Usage
-		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model}
+		served := stream.Target{Provider: t.Provider, Account: t.Account, Model: sr.Model, Tier: t.Tier}
 		if served.Model == "" {
 			served.Model = t.Model
 		}

@@ -187,7 +187,7 @@ func (p *Pacer) gateLocked(t stream.Target) *gate {
 	if p.gates == nil {
 		p.gates = make(map[string]*gate)
 	}
-	k := t.String()
+	k := t.QuotaKey() // tiers that share a quota share a gate
 	g := p.gates[k]
 	if g == nil {
 		ceil := p.ceiling(t)

@@ -119,11 +119,16 @@ type Attempt struct {
 	TTFText         time.Duration
 	Thinking        bool
 	ReasoningTokens int
-	StartedAt       time.Time
-	Duration        time.Duration
-	Limits          *stream.Limits // the snapshot this response carried
-	Decision        Decision
-	NoRetry         bool // x-should-retry: false
+	// ServedTier is the service tier that served the answer, as the
+	// provider named it ("" when it named none); Downgraded says it is
+	// below the premium tier the target asked for.
+	ServedTier string
+	Downgraded bool
+	StartedAt  time.Time
+	Duration   time.Duration
+	Limits     *stream.Limits // the snapshot this response carried
+	Decision   Decision
+	NoRetry    bool // x-should-retry: false
 	// Cooldown is the cooldown this attempt's quota error recorded (scope,
 	// target, until), nil when none: consumers read it, never parse Message.
 	Cooldown *Cooldown
@@ -241,4 +246,17 @@ type Result struct {
 	// SinkTime is how long the sink took over text events (a proxy's caller
 	// reading slowly): the call's deadline does not count it.
 	SinkTime time.Duration
+}
+
+// TierNote says which service tier served the attempt: "served standard,
+// downgraded from priority", "served flex", or "" when the answer named
+// none.
+func (a Attempt) TierNote() string {
+	switch {
+	case a.ServedTier == "":
+		return ""
+	case a.Downgraded:
+		return "served " + a.ServedTier + ", downgraded from " + a.Target.Tier
+	}
+	return "served " + a.ServedTier
 }

@@ -101,8 +101,9 @@ func moveOnOr(move bool, v verdict) verdict {
 }
 
 // transientVerdict decides a transient error: rate_limit, overload, server,
-// connection, timeout (and any class this package does not know, treated
-// as server).
+// connection, timeout, flex_capacity (and any class this package does not
+// know, treated as server). Short flex capacity is the sub-case of
+// flexVerdict: short jittered retries, then the next target.
 func transientVerdict(in verdictIn) verdict {
 	e, pol, next := in.Err, in.Policy, in.Next
 	if e.NoRetry || oversize(e) {
@@ -120,9 +121,16 @@ func transientVerdict(in verdictIn) verdict {
 		// cut part-way is retried like any transient error.
 		return moveOnVerdict
 	}
+	if e.Class == stream.ClassFlexCapacity && next {
+		if v, ok := flexVerdict(in); ok {
+			return v
+		}
+	}
 	hasDelay := serverSource(e.DelaySource)
 	deferred := verdict{Decision: DecideDefer, Outcome: OutcomeDeferred, RetryAt: in.Now.Add(e.Delay)}
-	if !in.BudgetLeft || (next && in.Tries >= pol.TriesPerTarget) {
+	// A flex target's tries are counted by flexVerdict.
+	triesSpent := next && in.Tries >= pol.TriesPerTarget && e.Class != stream.ClassFlexCapacity
+	if !in.BudgetLeft || triesSpent {
 		if !next && hasDelay && e.Delay > pol.MaxWait {
 			return deferred
 		}
@@ -152,7 +160,11 @@ func retryWait(in verdictIn, hasDelay bool) Wait {
 		w.Source = e.DelaySource
 		w.Reason = fmt.Sprintf("%s asked %s (%s)", t, fmtDur(e.Delay), e.DelaySource)
 	} else {
-		w.Duration = backoff(in.Policy, in.Tries, in.Rand())
+		pol := in.Policy
+		if e.Class == stream.ClassFlexCapacity {
+			pol.BackoffCap = min(pol.BackoffCap, flexBackoffCap(pol))
+		}
+		w.Duration = backoff(pol, in.Tries, in.Rand())
 		w.Source = stream.SourceBackoff
 		w.Reason = fmt.Sprintf("%s answered %s; backing off %s (full jitter, try %d)", t, describe(e), fmtDur(w.Duration), in.Tries)
 	}
@@ -170,4 +182,27 @@ func backoff(pol Policy, n int, rnd float64) time.Duration {
 		ceil = pol.BackoffCap
 	}
 	return time.Duration(rnd * float64(ceil))
+}
+
+// flexVerdict moves a call whose target's flex capacity is short on to the
+// next target (the same model at the default tier, where the chain names
+// it) once the target had its flex tries; ok false: decide it as any
+// transient error (a short retry).
+func flexVerdict(in verdictIn) (verdict, bool) {
+	n := in.Policy.FlexTries
+	if n <= 0 {
+		n = DefaultPolicy().FlexTries
+	}
+	if in.Tries < n && in.BudgetLeft {
+		return verdict{}, false
+	}
+	return verdict{Decision: DecideFailover, Reason: fmt.Sprintf("%s: flex capacity short after %d tries", in.Target, in.Tries)}, true
+}
+
+// flexBackoffCap is the cap of the backoff between flex retries.
+func flexBackoffCap(pol Policy) time.Duration {
+	if pol.FlexBackoffCap > 0 {
+		return pol.FlexBackoffCap
+	}
+	return DefaultPolicy().FlexBackoffCap
 }

@@ -75,6 +75,12 @@ func TestDecideAttempt(t *testing.T) {
 		{name: "backoff doubles per try", in: with(base(bare(stream.ClassOverload)), func(in *verdictIn) { in.Tries = 3; last(in) }), want: DecideRetry, wait: 2 * time.Second, src: stream.SourceBackoff},
 		{name: "backoff is capped", in: with(base(bare(stream.ClassOverload)), func(in *verdictIn) { in.Tries = 9; last(in) }), want: DecideRetry, wait: 4 * time.Second, src: stream.SourceBackoff},
 		{name: "wait past the deadline moves on", in: with(base(delayed(stream.ClassRateLimit, 3*time.Second)), func(in *verdictIn) { in.Deadline = now.Add(time.Second) }), want: DecideFailover},
+		{name: "flex capacity: short retry", in: base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 429}), want: DecideRetry, wait: 500 * time.Millisecond, src: stream.SourceBackoff},
+		{name: "flex capacity: retried past tries per target", in: with(base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 498}), func(in *verdictIn) { in.Tries = 2 }), want: DecideRetry, wait: time.Second, src: stream.SourceBackoff},
+		{name: "flex capacity: backoff capped short", in: with(base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 503}), func(in *verdictIn) { in.Tries = 2; in.Policy.FlexBackoffCap = 500 * time.Millisecond }), want: DecideRetry, wait: 250 * time.Millisecond, src: stream.SourceBackoff},
+		{name: "flex capacity: flex tries spent moves on", in: with(base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 429}), func(in *verdictIn) { in.Tries = 3 }), want: DecideFailover},
+		{name: "flex capacity: budget spent moves on", in: with(base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 429}), func(in *verdictIn) { in.BudgetLeft = false }), want: DecideFailover},
+		{name: "flex capacity, last target: retried", in: with(base(&stream.Error{Class: stream.ClassFlexCapacity, Status: 429}), func(in *verdictIn) { in.Tries = 4; last(in) }), want: DecideRetry, wait: time.Second, src: stream.SourceBackoff},
 		{name: "wait past the deadline, last target", in: with(base(delayed(stream.ClassRateLimit, 3*time.Second)), func(in *verdictIn) { in.Deadline = now.Add(time.Second); last(in) }), want: DecideGiveUp, out: OutcomeGaveUp},
 	}
 	for _, c := range cases {

@@ -125,7 +125,7 @@ func (anthropicDialect) parse(_ *provider, body []byte, r *http.Request, req *si
 func (a *answerPlan) anthropicUsage(out int) obj {
 	return obj{"input_tokens", a.req.inputTokens, "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0,
 		"cache_creation", obj{"ephemeral_5m_input_tokens", 0, "ephemeral_1h_input_tokens", 0},
-		"output_tokens", out, "service_tier", "standard", "inference_geo", "not_available"}
+		"output_tokens", out, "service_tier", a.servedOr("standard"), "inference_geo", "not_available"}
 }
 
 func anthropicStop(finish string) string {
@@ -218,7 +218,7 @@ func (anthropicDialect) errorReply(e errorInfo) reply {
 		}
 		msg := "Your organization's usage increased too quickly (acceleration limit). Please ramp up your traffic gradually and try again later. For details, refer to: https://docs.claude.com/en/api/rate-limits."
 		return withRetryAfter(anthropicError(429, "rate_limit_error", msg, id), e.retryAfter)
-	case FaultOverload, FaultFailoverDemo:
+	case FaultOverload, FaultFailoverDemo, FaultFlexCapacity:
 		return anthropicError(529, "overloaded_error", "Overloaded", id)
 	case FaultSpendCap, FaultDailyQuota:
 		reset := e.resetAt

@@ -129,7 +129,7 @@ func (s *Server) armedFor(p string, req *simRequest, now time.Time) *fired {
 	var out *fired
 	for _, a := range s.armed {
 		expired := !a.until.IsZero() && !now.Before(a.until)
-		if expired || out != nil || (a.provider != "" && a.provider != p) {
+		if expired || out != nil || (a.provider != "" && a.provider != p) || !tierFaultApplies(a.f.Kind, req) {
 			if !expired {
 				keep = append(keep, a)
 			}

@@ -473,7 +473,7 @@ func (bedrockDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answe
 	}
 	w.event("contentBlockStop", obj{"contentBlockIndex", idx})
 	w.event("messageStop", obj{"stopReason", bedrockStop(a.finish)})
-	w.event("metadata", obj{"usage", a.bedrockUsage(), "metrics", obj{"latencyMs", 420}})
+	w.event("metadata", a.bedrockMetadata())
 }
 
 // bedrockMidStream writes the exception (or error message) a mid_stream
@@ -520,7 +520,7 @@ func (bedrockDialect) errorReply(e errorInfo) reply {
 		return awsError(429, "ThrottlingException", "Too many tokens per day, please wait before trying again.")
 	case FaultSpendCap:
 		return awsError(400, "ServiceQuotaExceededException", "Your request exceeds the service quota for your account. You can view your quotas at Viewing service quotas. You can resubmit your request later.")
-	case FaultOverload, FaultFailoverDemo:
+	case FaultOverload, FaultFailoverDemo, FaultFlexCapacity:
 		switch e.code {
 		case "529":
 			r := jsonReply(529, mustJSON(obj{"message", "Overloaded"}))
@@ -567,4 +567,14 @@ func (bedrockDialect) limitHeaders(*provider, limitView, http.Header) {}
 func uuidID(r *rand.Rand) string {
 	h := randChars(r, hexDigits, 32)
 	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:]
+}
+
+// bedrockMetadata is the stream's metadata event: usage, metrics and, for
+// a request that asked for a tier, the serviceTier that served it.
+func (a *answerPlan) bedrockMetadata() obj {
+	m := obj{"usage", a.bedrockUsage(), "metrics", obj{"latencyMs", 420}}
+	if a.req.tier != "" {
+		m = append(m, "serviceTier", obj{"type", a.servedOr(a.req.tier)})
+	}
+	return m
 }

@@ -19,6 +19,8 @@ type decision struct {
 	// Drawn from a learnt scenario's distributions (0: the fixed pace).
 	firstToken time.Duration
 	tps        float64
+	// served is the service tier the answer names ("": none).
+	served string
 }
 
 // limitView reads a provider's limits at one instant, with the refusals
@@ -62,6 +64,8 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 	ad.in = float64(req.inputTokens)
 	ad.count()
 	d.info = errorInfo{provider: p.name, model: req.model, requestID: d.requestID}
+	d.served = servedTier(p, req, false)
+	defer tierHeader(p, d)
 
 	if out, ok := ad.injected(); ok {
 		return out
@@ -120,6 +124,13 @@ func (ad *admission) fail(kind, code string, retry time.Duration) decision {
 	info := &d.info
 	info.kind, info.code, info.retryAfter = kind, code, retry
 	switch kind {
+	case FaultTierDowngrade:
+		// Not an error: a premium request answered at the lower tier.
+		d.served = servedTier(p, ad.req, true)
+		s.account(p, st, now, ad.in, ad.maxOut, ad.outTokens)
+		p.d.limitHeaders(p, limitView{st: st, now: now}, d.header)
+		d.firstToken, d.tps = drawPace(s.rng, st.cfg)
+		return *d
 	case FaultReset, FaultCut, FaultHang, FaultMidStream:
 		d.kind, d.code = kind, code
 		if kind == FaultCut || kind == FaultMidStream || (kind == FaultHang && code == "stall") {
@@ -170,7 +181,7 @@ func (ad *admission) injected() (decision, bool) {
 	// The scenario's schedule.
 	elapsed := now.Sub(s.started)
 	for i, r := range st.cfg.Faults {
-		if !r.active(elapsed + st.phase[i]) {
+		if !r.active(elapsed+st.phase[i]) || !tierFaultApplies(r.Kind, ad.req) {
 			continue
 		}
 		if r.Prob >= 1 || s.rng.Float64() < r.Prob {

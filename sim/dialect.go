@@ -72,6 +72,8 @@ type provider struct {
 	// limitHeaders: the answers carry rate-limit headers and a 429 a
 	// Retry-After header (the answers' text says so only then).
 	limitHeaders bool
+	// tiers are the provider's service tiers (tiers.go).
+	tiers simTiers
 	// apis are the provider's other APIs, by their path below the prefix
 	// (OpenAI's Responses API at /responses): the same account, limits and
 	// faults, another wire dialect.
@@ -121,21 +123,21 @@ func init() {
 func providerTable() []*provider {
 	return []*provider{
 		{name: "openai", prefix: "/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: hexID, limitHeaders: true,
-			failuresCount: true, tokensAtAdmission: true, compat: openAICompat,
+			failuresCount: true, tokensAtAdmission: true, compat: openAICompat, tiers: openAISimTiers,
 			apis: map[string]dialect{"/responses": responsesDialect{}},
 			// Continuous replenishment: x-ratelimit-reset-* is the time until
 			// the limit is full again (about 120 ms after 1 of 500 RPM).
 			limits: providerConfig{LimitKind: "bucket", RPM: 500, TPM: 200000, PriceIn: 0.25, PriceOut: 2, TokensPerSecond: 80, ContextWindow: 400000}},
-		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true,
+		{name: "anthropic", prefix: "/anthropic", d: anthropicDialect{}, idHeader: "request-id", newID: anthropicID, limitHeaders: true, tiers: anthropicSimTiers,
 			limits: providerConfig{LimitKind: "bucket", RPM: 50, ITPM: 30000, OTPM: 8000, PriceIn: 3, PriceOut: 15,
 				FirstTokenDelay: 600 * time.Millisecond, ContextWindow: 200000}},
 		{name: "gemini", prefix: "/gemini", d: geminiDialect{}, newID: hexID,
-			dayCountsFailures: true, dayAtMidnight: true,
+			dayCountsFailures: true, dayAtMidnight: true, tiers: geminiSimTiers,
 			apis: map[string]dialect{"/v1beta/interactions": interactionsDialect{}, "/v1/interactions": interactionsDialect{}},
 			limits: providerConfig{RPM: 10, TPM: 250000, RPD: 250, PriceIn: 0.3, PriceOut: 2.5, TokensPerSecond: 120,
 				FirstTokenDelay: 500 * time.Millisecond, ContextWindow: 1048576}},
 		{name: "groq", prefix: "/groq/openai/v1", d: openAIDialect{}, idHeader: "x-request-id", newID: groqID, limitHeaders: true,
-			tokensAtAdmission: true, compat: groqCompat,
+			tokensAtAdmission: true, compat: groqCompat, tiers: groqSimTiers,
 			limits: providerConfig{LimitKind: "bucket", RPM: 30, TPM: 12000, RPD: 14400, TPD: 500000, PriceIn: 0.59, PriceOut: 0.79,
 				TokensPerSecond: 300, FirstTokenDelay: 150 * time.Millisecond, ContextWindow: 131072}},
 		// DeepSeek documents no rate limit: under load it queues instead.
@@ -150,7 +152,7 @@ func providerTable() []*provider {
 		{name: "bedrock", prefix: "/bedrock", d: bedrockDialect{}, idHeader: "x-amzn-RequestId", newID: uuidID,
 			limits: providerConfig{RPM: 250, TPM: 400000, PriceIn: 1, PriceOut: 5, TokensPerSecond: 70,
 				FirstTokenDelay: 500 * time.Millisecond, ContextWindow: 200000},
-			profileModels: true, sigV4Service: "bedrock"},
+			profileModels: true, sigV4Service: "bedrock", tiers: bedrockSimTiers},
 	}
 }
 
@@ -182,6 +184,7 @@ type simRequest struct {
 	prompt       string // all the text sent, for the answer and the request's fingerprint
 	ixLegacy     bool   // Interactions: Api-Revision 2026-05-07, the legacy event names
 	requestID    string // the id an answer given before the decision carries
+	tier         string // the service tier asked for ("": none)
 }
 
 const maxRequestBody = 32 << 20
@@ -286,6 +289,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, p *provider, pd d
 	}
 	if bad, ok := pd.parse(p, body, r, req, fallbackID); !ok {
 		send(bad)
+		return false
+	}
+	if bad := admitTier(p, body, req); bad != nil {
+		send(*bad)
 		return false
 	}
 	if _, ok := s.model(p.name, req.model); !ok && req.model != "" {

@@ -33,7 +33,7 @@ func TestKnownDifferences(t *testing.T) {
 				{"deepseek", FaultRateLimit, "Rate Limit Reached"},
 				{"deepseek", FaultOverload, "Server Overloaded"},
 				{"mistral", FaultSpendCap, "Insufficient credits"},
-				{"groq", FaultOverload, "capacity_exceeded"},
+				{"groq", FaultOverload, "Service Unavailable"},
 				{"groq", FaultSpendCap, "organization_spend_limit_exceeded"},
 				{"openai", FaultSlowDown, "slow_down"},
 			} {

@@ -11,7 +11,7 @@ import (
 // The fault kinds, for Fault.Kind, scenario files and the admin endpoint.
 const (
 	FaultRateLimit       = "rate_limit"        // 429 with the provider's retry signal (retry-after, RetryInfo)
-	FaultOverload        = "overload"          // 529 (Anthropic), 498 (Groq), 503 (the others)
+	FaultOverload        = "overload"          // 529 (Anthropic), 503 (the others)
 	FaultSpendCap        = "spend_cap"         // the provider's spend / credit / billing stop
 	FaultMidStream       = "mid_stream"        // HTTP 200, some text, then an error event in the stream
 	FaultDailyQuota      = "daily_quota"       // Gemini PerDay QuotaFailure, Groq RPD/TPD (others: spend_cap)
@@ -23,6 +23,14 @@ const (
 	FaultFailoverDemo    = "failover-demo"     // the provider (default the scenario's primary) degrades for RetryAfter (default 60s)
 	FaultContextLength   = "context_length"    // 400 context length exceeded (model-specific)
 	FaultRequestTooLarge = "request_too_large" // one request above the whole per-minute limit (model-specific)
+	// FaultFlexCapacity hits only requests at a flex tier: OpenAI's 429
+	// "Resource Unavailable" (its body assumed), Gemini's 503 UNAVAILABLE,
+	// Groq's 498 capacity_exceeded (its body assumed).
+	FaultFlexCapacity = "flex_capacity"
+	// FaultTierDowngrade hits only requests at a premium tier (priority,
+	// reserved): answered, but at the standard or default tier, which the
+	// answer names.
+	FaultTierDowngrade = "tier_downgrade"
 )
 
 // Fault is one injected failure. Injected faults are served before anything
@@ -48,7 +56,7 @@ type FaultInfo struct {
 // faultInfos is a constant table; it is never written.
 var faultInfos = []FaultInfo{
 	{FaultRateLimit, "429 rate limit with the provider's retry signal (retry-after header, or Gemini RetryInfo)"},
-	{FaultOverload, "overloaded: Anthropic 529, Groq 498, 503 elsewhere"},
+	{FaultOverload, "overloaded: Anthropic 529, 503 elsewhere"},
 	{FaultSpendCap, "spend cap / credits exhausted: OpenAI insufficient_quota, Anthropic enforced_spend_limit_reached, 402s"},
 	{FaultMidStream, "HTTP 200, some text, then an error event inside the stream"},
 	{FaultDailyQuota, "per-day quota: Gemini QuotaFailure PerDay, Groq requests/tokens per day"},
@@ -60,6 +68,8 @@ var faultInfos = []FaultInfo{
 	{FaultFailoverDemo, "the primary provider degrades (overloaded) for a minute; fallbacks stay healthy"},
 	{FaultContextLength, "400 context length exceeded (another model may take it)"},
 	{FaultRequestTooLarge, "one request larger than the whole per-minute token limit"},
+	{FaultFlexCapacity, "flex capacity short (requests at a flex tier only): OpenAI 429, Gemini 503, Groq 498 capacity_exceeded"},
+	{FaultTierDowngrade, "a priority (or reserved) request served at the standard or default tier, which the answer names"},
 }
 
 // Faults lists the fault kinds with a one-line description each, in a fixed

@@ -284,7 +284,7 @@ func (geminiDialect) errorReply(e errorInfo) reply {
 			e.retryAfter = 22 * time.Second
 		}
 		return geminiQuotaReply(e, true)
-	case FaultOverload, FaultFailoverDemo:
+	case FaultOverload, FaultFailoverDemo, FaultFlexCapacity:
 		return geminiError(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
 	case FaultSpendCap:
 		return geminiError(402, "RESOURCE_EXHAUSTED", "Your prepayment credits are depleted. Please go to AI Studio at    https://ai.studio/projects to manage your project and billing. Learn more at https://ai.google.dev/gemini-api/docs/billing#prepay.")

@@ -165,7 +165,7 @@ func (a *answerPlan) ixInteraction(id string, extra ...any) obj {
 	ts := a.created.UTC().Format(time.RFC3339)
 	o := obj{"id", id, "status", a.ixStatus(), "usage", a.ixUsage()}
 	o = append(o, extra...)
-	return append(o, "created", ts, "updated", ts, "service_tier", "standard", "object", "interaction", "model", a.req.model)
+	return append(o, "created", ts, "updated", ts, "service_tier", a.servedOr("standard"), "object", "interaction", "model", a.req.model)
 }
 
 func (interactionsDialect) answer(a *answerPlan) (string, any) {
@@ -271,7 +271,7 @@ func (interactionsDialect) errorReply(e errorInfo) reply {
 			return ixReply(400, "failed_precondition", "Billing is not enabled for this project. Enable billing in AI Studio at https://ai.studio/projects to use this model.")
 		}
 		return ixReply(402, "payment_required", "Your prepayment credits are depleted. Please go to AI Studio at    https://ai.studio/projects to manage your project and billing. Learn more at https://ai.google.dev/gemini-api/docs/billing#prepay.")
-	case FaultOverload, FaultFailoverDemo:
+	case FaultOverload, FaultFailoverDemo, FaultFlexCapacity:
 		return ixReply(503, "service_unavailable", "The model is overloaded. Please try again later.")
 	case FaultContextLength:
 		maxTok, got := e.contextNumbers()

@@ -43,12 +43,15 @@ type compat struct {
 	rateLimit   func(e errorInfo) reply
 	slowDown    func(e errorInfo) reply // nil: the rate limit's answer
 	overload    errSpec
-	overload503 *errSpec // Code "503" (Groq: a plain 503 beside the 498)
-	server      errSpec  // status comes from the code (500, 502, 504)
-	spendCap    func(e errorInfo) reply
-	dailyQuota  func(e errorInfo) reply // nil: the spend cap's answer
-	auth        func(given bool, requestID string) reply
-	notFound    func(method, path string) errSpec
+	overload503 *errSpec // Code "503" (a plain 503 beside the provider's own overload)
+	// flex is the answer to a flex request when flex capacity is short
+	// (nil: the overload's).
+	flex       *errSpec
+	server     errSpec // status comes from the code (500, 502, 504)
+	spendCap   func(e errorInfo) reply
+	dailyQuota func(e errorInfo) reply // nil: the spend cap's answer
+	auth       func(given bool, requestID string) reply
+	notFound   func(method, path string) errSpec
 	// modelNotFound is the answer to a model the provider does not serve.
 	modelNotFound func(model string) errSpec
 	tooLarge      func(e errorInfo) reply // nil: a plain 413
@@ -253,6 +256,7 @@ type oaChunk struct {
 	Created           int64      `json:"created"`
 	Model             string     `json:"model"`
 	SystemFingerprint string     `json:"system_fingerprint,omitempty"`
+	ServiceTier       string     `json:"service_tier,omitempty"`
 	Choices           []oaChoice `json:"choices"`
 	// Usage is omitted when nil; null when it holds a nil pointer (every
 	// chunk of a stream that asked for usage but the last). Not a
@@ -285,7 +289,7 @@ func (openAIDialect) answer(a *answerPlan) (string, any) {
 			"logprobs", nil, "finish_reason", a.finish}},
 		"usage", a.openAIUsage(c)}
 	if c.serviceTier {
-		body = append(body, "service_tier", "default")
+		body = append(body, "service_tier", a.servedOr("default"))
 	}
 	if c.fingerprint {
 		body = append(body, "system_fingerprint", a.fingerprint())
@@ -299,6 +303,11 @@ func (openAIDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answer
 		Model: a.req.model}
 	if c.fingerprint {
 		chunk.SystemFingerprint = a.fingerprint()
+	}
+	if c.serviceTier && a.req.tier != "" {
+		// Every chunk names the tier that serves it (the usage chunk
+		// always does).
+		chunk.ServiceTier = a.servedOr("default")
 	}
 	if a.req.includeUsage {
 		chunk.Usage = (*struct{})(nil) // null
@@ -363,7 +372,7 @@ func (openAIDialect) stream(s *Server, ctx context.Context, o *sseOut, a *answer
 	if a.req.includeUsage && !c.usageOnFinish {
 		u := obj{"id", chunk.ID, "object", chunk.Object, "created", chunk.Created, "model", chunk.Model}
 		if c.serviceTier {
-			u = append(u, "service_tier", "default")
+			u = append(u, "service_tier", a.servedOr("default"))
 		}
 		if chunk.SystemFingerprint != "" {
 			u = append(u, "system_fingerprint", chunk.SystemFingerprint)
@@ -389,6 +398,11 @@ func (openAIDialect) errorReply(e errorInfo) reply {
 			return c.slowDown(e)
 		}
 		return c.rateLimit(e.withDefaults())
+	case FaultFlexCapacity:
+		if c.flex != nil {
+			return c.reply(*c.flex)
+		}
+		return c.reply(c.overload)
 	case FaultOverload, FaultFailoverDemo:
 		if e.code == "503" && c.overload503 != nil {
 			return c.reply(*c.overload503)
@@ -512,7 +526,10 @@ func openAIRow() *compat {
 			return withRetryAfter(jsonReply(429, openAICompat.body(msg, "rate_limit_error", "slow_down")), e.retryAfter)
 		},
 		overload: errSpec{503, "Our servers are currently overloaded. Please try again later.", "service_unavailable_error", "server_is_overloaded"},
-		server:   errSpec{500, "The server had an error while processing your request. Sorry about that!", "server_error", nil},
+		// OpenAI documents the flex 429 "Resource Unavailable" and no body
+		// or code of its own: this one is assumed.
+		flex:   &errSpec{429, "Resource Unavailable: flex processing capacity is short. Retry later, or send the request without service_tier flex.", "server_error", nil},
+		server: errSpec{500, "The server had an error while processing your request. Sorry about that!", "server_error", nil},
 		spendCap: func(e errorInfo) reply {
 			code := e.code
 			if _, ok := openAIBilling[code]; !ok {
@@ -562,9 +579,11 @@ func groqRow() *compat {
 				e.model, long, ab, e.limit, e.used, e.requested, goDuration(e.retryAfter))
 			return withRetryAfter(jsonReply(429, groqCompat.body(msg, e.unit(), "rate_limit_exceeded")), e.retryAfter)
 		},
-		overload:    errSpec{498, "Flex tier capacity exceeded. This is a transient error: please try again later.", "invalid_request_error", "capacity_exceeded"},
-		overload503: &errSpec{503, "Service Unavailable", "internal_server_error", nil},
-		server:      errSpec{500, "The server had an error while processing your request. Sorry about that!", "server_error", nil},
+		overload: errSpec{503, "Service Unavailable", "internal_server_error", nil},
+		// Groq documents 498 capacity_exceeded for short flex capacity,
+		// not its body: this one is assumed.
+		flex:   &errSpec{498, "Flex tier capacity exceeded. This is a transient error: please try again later.", "invalid_request_error", "capacity_exceeded"},
+		server: errSpec{500, "The server had an error while processing your request. Sorry about that!", "server_error", nil},
 		// Groq documents no billing stop of its own: on the free tier the
 		// stop that needs an upgrade is the tokens-per-day limit, which
 		// resets; code "spend_limit" is the paid tier's spend limit (400,

@@ -121,9 +121,14 @@ func (a *answerPlan) respObject(ids respIDs, status string, errv, incomplete, ou
 	if output == nil {
 		output = []any{}
 	}
-	return obj{"id", ids.resp, "object", "response", "created_at", a.created.Unix(), "status", status,
+	o := obj{"id", ids.resp, "object", "response", "created_at", a.created.Unix(), "status", status,
 		"error", errv, "incomplete_details", incomplete, "max_output_tokens", mot, "model", a.req.model,
 		"output", output, "store", false, "text", obj{"format", obj{"type", "text"}}, "usage", usage}
+	if a.req.tier != "" {
+		// The response object names the tier that serves it.
+		o = append(o, "service_tier", a.servedOr("default"))
+	}
+	return o
 }
 
 func (a *answerPlan) respMessage(ids respIDs, status, text string) obj {

@@ -83,7 +83,7 @@ func TestRoundTripClasses(t *testing.T) {
 		{"groq", Fault{Kind: FaultRateLimit, RetryAfter: 7 * time.Second}, want{status: 429, class: stream.ClassRateLimit, code: "rate_limit_exceeded", source: stream.SourceRetryAfter, delay: 7 * time.Second}},
 		{"groq", Fault{Kind: FaultDailyQuota}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
 		{"groq", Fault{Kind: FaultDailyQuota, Code: "tpd"}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
-		{"groq", Fault{Kind: FaultOverload}, want{status: 498, class: stream.ClassOverload}},
+		{"groq", Fault{Kind: FaultOverload}, want{status: 503, class: stream.ClassOverload}},
 		{"groq", Fault{Kind: FaultSpendCap}, want{status: 400, class: stream.ClassQuota, code: "organization_spend_limit_exceeded", scope: stream.ScopeAccount}},
 		{"openai", Fault{Kind: FaultDailyQuota}, want{status: 429, class: stream.ClassQuota, code: "rate_limit_exceeded", scope: stream.ScopeTarget, source: stream.SourceRetryAfter}},
 		{"groq", Fault{Kind: FaultOverload, Code: "503"}, want{status: 503, class: stream.ClassOverload}},

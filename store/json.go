@@ -43,6 +43,11 @@ type AttemptJSON struct {
 	TTFTextMs       float64 `json:"ttft_text_ms,omitempty"`
 	Thinking        bool    `json:"thinking,omitempty"`
 	ReasoningTokens int     `json:"reasoning_tokens,omitempty"`
+	// Tier is the service tier the attempt asked for, ServedTier the one
+	// the answer named, Downgraded a premium tier served lower.
+	Tier       string `json:"tier,omitempty"`
+	ServedTier string `json:"served_tier,omitempty"`
+	Downgraded bool   `json:"downgraded,omitempty"`
 }
 
 // CallJSON is a call as `history --json` and export show it.
@@ -110,6 +115,7 @@ func AttemptToJSON(a *retry.Attempt) AttemptJSON {
 		DurationMs: ms(a.Duration), Decision: a.Decision, NoRetry: a.NoRetry, Limits: a.Limits,
 		FailedOverByUser: a.FailedOverByUser, WaitPlannedMs: ms(a.WaitPlanned),
 		Account: a.Target.Account, TTFTextMs: ms(a.TTFText), Thinking: a.Thinking, ReasoningTokens: a.ReasoningTokens,
+		Tier: a.Target.Tier, ServedTier: a.ServedTier, Downgraded: a.Downgraded,
 	}
 	if !a.StartedAt.IsZero() {
 		j.StartedAt = ts(a.StartedAt)

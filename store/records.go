@@ -137,7 +137,7 @@ func (c *Call) Primary() stream.Target {
 var classBits = []stream.Class{
 	stream.ClassOK, stream.ClassQuota, stream.ClassCaller, stream.ClassRateLimit,
 	stream.ClassOverload, stream.ClassServer, stream.ClassConnection,
-	stream.ClassTimeout, stream.ClassCancelled,
+	stream.ClassTimeout, stream.ClassCancelled, stream.ClassFlexCapacity,
 }
 
 const classOther = 1 << 15
@@ -255,7 +255,7 @@ func (e *enc) target(t stream.Target, chain []stream.Target) {
 	}
 	e.byte(255)
 	e.str(t.EndpointKey())
-	e.str(t.Model)
+	e.str(storedModel(t))
 }
 
 func (d *dec) target(chain []stream.Target) stream.Target {
@@ -277,7 +277,14 @@ func (d *dec) target(chain []stream.Target) stream.Target {
 // provider plus its model when the provider reported another one.
 func (e *enc) servedBy(t stream.Target, chain []stream.Target) {
 	for i, c := range chain {
-		if c.Provider == t.Provider && c.Account == t.Account && i < 255 {
+		if c == t && i < 255 { // the entry itself (another of its tiers may come first)
+			e.byte(byte(i))
+			e.byte(0)
+			return
+		}
+	}
+	for i, c := range chain {
+		if c.Provider == t.Provider && c.Account == t.Account && c.Tier == t.Tier && i < 255 {
 			e.byte(byte(i))
 			if c.Model == t.Model {
 				e.byte(0)
@@ -290,7 +297,7 @@ func (e *enc) servedBy(t stream.Target, chain []stream.Target) {
 	}
 	e.byte(255)
 	e.str(t.EndpointKey())
-	e.str(t.Model)
+	e.str(storedModel(t))
 }
 
 func (d *dec) servedBy(chain []stream.Target) stream.Target {
@@ -380,7 +387,7 @@ func encodeCallInto(e *enc, c *Call) {
 	e.uvarint(uint64(len(c.Chain)))
 	for _, t := range c.Chain {
 		e.str(t.EndpointKey())
-		e.str(t.Model)
+		e.str(storedModel(t))
 	}
 	if c.ServedBy != nil {
 		e.servedBy(*c.ServedBy, c.Chain)
@@ -635,6 +642,7 @@ const (
 	afLimits
 	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
 	afText   // the time to first visible text, the thinking flag and the reasoning tokens follow
+	afTier   // the served service tier follows
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
@@ -667,6 +675,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	if a.TTFText > 0 || a.Thinking || a.ReasoningTokens > 0 {
 		f |= afText
 	}
+	if a.ServedTier != "" {
+		f |= afTier
+	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
 	e.target(a.Target, chain)
@@ -696,6 +707,9 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 		e.dur(a.TTFText)
 		e.bool(a.Thinking)
 		e.uvarint(uint64(a.ReasoningTokens))
+	}
+	if f&afTier != 0 {
+		e.str(a.ServedTier)
 	}
 }
 
@@ -753,6 +767,10 @@ func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target
 		a.TTFText = d.dur()
 		a.Thinking = d.bool()
 		a.ReasoningTokens = int(d.uvarint())
+	}
+	if f&afTier != 0 {
+		a.ServedTier = d.str()
+		a.Downgraded = a.Target.Downgraded(a.ServedTier)
 	}
 	if d.err != nil {
 		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)

@@ -36,7 +36,11 @@ import (
 //	caller (fix the request): 400, 401, 403, 404, 413, 422; on Gemini
 //	  DEADLINE_EXCEEDED (the request cannot finish within its deadline)
 //	rate_limit: any other 429 (the account's per-minute budget; transient)
-//	overload: 503, 529 (Anthropic), 498 (Groq's flex capacity)
+//	overload: 503, 529 (Anthropic), 498
+//	flex_capacity (decided after the table, by the provider's Tiers
+//	  columns, see flexCapacity): the provider's flex status (OpenAI 429
+//	  without a rate-limit code or message, Gemini 503) to a request at a
+//	  flex tier, and Groq's 498 capacity_exceeded whatever was asked
 //	server: 500, 502, 504, 408, 409, and any other status
 //	caller: any other 4xx
 //

@@ -481,6 +481,7 @@ type attempt struct {
 	o          Options
 	p          ProviderInfo // the provider's row, resolved once
 	d          *dialectSpec // its dialect
+	target     Target       // the request's target (its tier)
 	parent     context.Context
 	ctx        context.Context
 	wd         *watchdog
@@ -585,6 +586,8 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 		return a.fail(&Error{Class: ClassCaller, Message: err.Error(), Err: err})
 	}
 	a.p, a.d = p, p.spec()
+	a.o = tierOptions(a.o, &a.p, req.Target)
+	a.target = req.Target
 
 	ctx, cancel := context.WithCancelCause(a.parent)
 	defer func() {
@@ -632,6 +635,7 @@ func (a *attempt) run(ep Endpoint, req Request) Result {
 	a.res.Status = resp.StatusCode
 	a.res.RequestID = requestID(&a.p, resp.Header, ErrorBody{})
 	a.res.Limits = parseLimits(&a.p, resp.Header, a.c.now())
+	a.res.ServedTier = servedHeader(&a.p, resp.Header)
 	if a.onHeaders != nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		a.onHeaders(a.res.Limits)
 	}
@@ -699,6 +703,9 @@ func (a *attempt) httpError(resp *http.Response, wire *wireReader) Result {
 		// A cut or slow error body still has a status to classify by.
 	}
 	e := parseError(&a.p, resp.StatusCode, resp.Header, data, a.c.now())
+	if flexCapacity(&a.p, a.target, resp.StatusCode, e) {
+		e.Class = ClassFlexCapacity
+	}
 	switch {
 	case tooBig:
 		e.Message = fmt.Sprintf("error body larger than MaxBodySize (%d bytes); not read", a.o.MaxBodySize)
@@ -885,6 +892,9 @@ func (a *attempt) readEvents(r io.Reader, wire *wireReader, head *headReader) Re
 			break
 		}
 		s := dec.handle(ev.Type, ev.Data)
+		if a.res.ServedTier == "" {
+			a.res.ServedTier = servedInEvent(a.p.Tiers.ServedField, ev.Data)
+		}
 		recognized = recognized || s.recognize
 		if s.progress && !gotContent {
 			gotContent = true

@@ -154,6 +154,7 @@ func buildRequestAt(ctx context.Context, info *ProviderInfo, ep Endpoint, req Re
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	body, h := d.request(u, info, req, maxTokens, ep.Key.Reveal())
+	addTier(body, info, req.Target.Tier)
 	u.RawPath = ""
 	buf, err := appendBody(make([]byte, 0, 512), body)
 	if err != nil {

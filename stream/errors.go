@@ -224,6 +224,12 @@ func parseError(p *ProviderInfo, status int, h http.Header, body []byte, now tim
 	}
 	e := buildError(p, status, b, h, now)
 	e.Status = status
+	if flexCapacity(p, Target{}, status, e) {
+		// A status that means short flex capacity whatever was asked
+		// (Groq's 498); one that needs the request's tier is decided by
+		// the attempt.
+		e.Class = ClassFlexCapacity
+	}
 	if !b.Found && len(bytes.TrimSpace(body)) > 0 {
 		e.Snippet = snippet(body)
 		if e.Message == "" {

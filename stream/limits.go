@@ -26,6 +26,7 @@ func parseLimits(p *ProviderInfo, h http.Header, now time.Time) *Limits {
 	own := p.spec()
 	if own.limits != nil {
 		if l := own.limits(p, h, now); l != nil {
+			priorityWindows(p, h, now, l)
 			return l
 		}
 	}

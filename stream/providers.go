@@ -70,6 +70,11 @@ type ProviderInfo struct {
 	// GenAI semantic conventions, where it is not Name ("gcp.gemini").
 	GenAIName string
 
+	// Tiers are the provider's service tiers: the names a target may ask
+	// for, how they are sent, where the served one is read, and the flex
+	// tier's failure and timeout (the zero value: none).
+	Tiers Tiers
+
 	// Account names the row whose account this row uses ("" = its own):
 	// an API variant ("openai:responses") shares the provider's key, base
 	// URL, limits and account-wide cooldowns.
@@ -96,13 +101,13 @@ func (p ProviderInfo) AccountName() string {
 var providers = []ProviderInfo{
 	{Name: "openai", Dialect: DialectOpenAI, KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
 		DefaultModel: "gpt-5.4-mini", ModelPrefixes: []string{"gpt-", "chatgpt-", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"},
-		MaxTokensField: "max_completion_tokens", KeyExample: "sk-proj-EXAMPLEexampleEXAMPLE0123"},
+		MaxTokensField: "max_completion_tokens", KeyExample: "sk-proj-EXAMPLEexampleEXAMPLE0123", Tiers: openaiTiers},
 	{Name: "anthropic", Dialect: DialectAnthropic, KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
-		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}, KeyExample: "sk-ant-api03-EXAMPLEexampleEXAMPLE0123"},
+		DefaultModel: "claude-haiku-5-5", ModelPrefixes: []string{"claude-"}, KeyExample: "sk-ant-api03-EXAMPLEexampleEXAMPLE0123", Tiers: anthropicTiers},
 	{Name: "gemini", Dialect: DialectGemini, KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
-		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}, GenAIName: "gcp.gemini", KeyExample: "AIzaSyEXAMPLEexampleEXAMPLEexample012"},
+		DefaultModel: "gemini-3.8-flash", ModelPrefixes: []string{"gemini-"}, GenAIName: "gcp.gemini", KeyExample: "AIzaSyEXAMPLEexampleEXAMPLEexample012", Tiers: geminiTiers},
 	{Name: "groq", Dialect: DialectOpenAI, KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
-		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true, KeyExample: "gsk_EXAMPLEexampleEXAMPLE0123"},
+		DefaultModel: "llama-3.3-70b-versatile", RequestsPerDay: true, KeyExample: "gsk_EXAMPLEexampleEXAMPLE0123", Tiers: groqTiers},
 	{Name: "deepseek", Dialect: DialectOpenAI, KeyEnv: []string{"DEEPSEEK_API_KEY"}, BaseURLEnv: "DEEPSEEK_BASE_URL", DefaultBaseURL: "https://api.deepseek.com",
 		DefaultModel: "deepseek-chat", ModelPrefixes: []string{"deepseek-"}, KeyExample: "sk-EXAMPLEexampleEXAMPLE0123"},
 	{Name: "mistral", Dialect: DialectOpenAI, KeyEnv: []string{"MISTRAL_API_KEY"}, BaseURLEnv: "MISTRAL_BASE_URL", DefaultBaseURL: "https://api.mistral.ai/v1",
@@ -115,13 +120,13 @@ var providers = []ProviderInfo{
 	// else AWS_REGION. The base URL variable is the AWS SDKs' own.
 	{Name: "bedrock", Dialect: DialectBedrock, KeyEnv: []string{"AWS_BEARER_TOKEN_BEDROCK"}, BaseURLEnv: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
 		DefaultBaseURL: "https://bedrock-runtime.{region}.amazonaws.com", DefaultModel: "anthropic.claude-haiku-5-5-v1:0",
-		SigV4Service: "bedrock", GenAIName: "aws.bedrock", KeyExample: "ABSKEXAMPLEexampleEXAMPLE0123"},
+		SigV4Service: "bedrock", GenAIName: "aws.bedrock", KeyExample: "ABSKEXAMPLEexampleEXAMPLE0123", Tiers: bedrockTiers},
 	// API variants: last, so that the console's default chain (the first
 	// three available rows) and bare model names keep their providers.
 	{Name: "openai" + VariantSep + "responses", Dialect: DialectResponses, Account: "openai", KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
-		DefaultModel: "gpt-5.4-mini", GenAIName: "openai"},
+		DefaultModel: "gpt-5.4-mini", GenAIName: "openai", Tiers: openaiTiers},
 	{Name: "gemini" + VariantSep + "interactions", Dialect: DialectInteractions, Account: "gemini", KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: "https://generativelanguage.googleapis.com",
-		DefaultModel: "gemini-3.8-flash", GenAIName: "gcp.gemini"},
+		DefaultModel: "gemini-3.8-flash", GenAIName: "gcp.gemini", Tiers: geminiTiers},
 }
 
 func lookupProvider(name string) (ProviderInfo, bool) {

@@ -13,15 +13,20 @@ type Class string
 // The classes. The class table in classes.go maps each provider's statuses
 // and codes to them; the first matching row wins.
 const (
-	ClassOK         Class = "ok"         // the stream completed
-	ClassQuota      Class = "quota"      // a person must act: spend, billing, credit, per-day quota
-	ClassCaller     Class = "caller"     // fix the request (Error.ModelSpecific: another model may take it)
-	ClassRateLimit  Class = "rate_limit" // transient, the account's per-minute budget
-	ClassOverload   Class = "overload"   // transient, the provider's capacity
-	ClassServer     Class = "server"     // 5xx, 408, 409, a 200 that is not the expected stream
-	ClassConnection Class = "connection" // no response, a reset, a stream cut before its end
-	ClassTimeout    Class = "timeout"    // header, first-token or stall timeout
-	ClassCancelled  Class = "cancelled"  // the caller's context ended
+	ClassOK        Class = "ok"         // the stream completed
+	ClassQuota     Class = "quota"      // a person must act: spend, billing, credit, per-day quota
+	ClassCaller    Class = "caller"     // fix the request (Error.ModelSpecific: another model may take it)
+	ClassRateLimit Class = "rate_limit" // transient, the account's per-minute budget
+	ClassOverload  Class = "overload"   // transient, the provider's capacity
+	// ClassFlexCapacity is short capacity at a flex service tier (OpenAI's
+	// 429 to a flex request, Gemini's flex 503, Groq's 498
+	// capacity_exceeded): transient, retried briefly, then failed over
+	// (to the same model at the default tier, where the chain names it).
+	ClassFlexCapacity Class = "flex_capacity"
+	ClassServer       Class = "server"     // 5xx, 408, 409, a 200 that is not the expected stream
+	ClassConnection   Class = "connection" // no response, a reset, a stream cut before its end
+	ClassTimeout      Class = "timeout"    // header, first-token or stall timeout
+	ClassCancelled    Class = "cancelled"  // the caller's context ended
 )
 
 // DelaySource names where a wait's length came from.
@@ -49,27 +54,36 @@ const (
 	ScopeTarget  Scope = "target"  // a per-model daily quota
 )
 
-// Target is one provider and model, written "provider[:api][@account]/model".
+// Target is one provider and model, written
+// "provider[:api][@account]/model[+tier]".
 // Account names one of several accounts (keys) of the provider ("" = the
 // provider's default key): "openai@team/gpt-5.4-mini" reads its key from
 // OPENAI_API_KEY_TEAM (see AccountKeyEnv), and its cooldowns, pacing and
-// gauges are its own.
+// gauges are its own. Tier names the service tier the target asks for
+// ("" = the provider's default): "openai/gpt-5.4-mini+flex" (see TierSep
+// and the provider table's Tiers).
 type Target struct {
 	Provider string `json:"provider"`
 	Account  string `json:"account,omitempty"`
 	Model    string `json:"model"`
+	Tier     string `json:"tier,omitempty"`
 }
 
 // AccountSep separates a provider (and its API variant) from an account
 // name in a target: "openai:responses@team/gpt-5.4-mini".
 const AccountSep = "@"
 
-// String returns "provider/model", or "provider@account/model".
+// String returns "provider/model", or "provider@account/model", with
+// "+tier" after the model when the target asks for a tier.
 func (t Target) String() string {
+	s := t.Provider + "/" + t.Model
 	if t.Account != "" {
-		return t.Provider + AccountSep + t.Account + "/" + t.Model
+		s = t.Provider + AccountSep + t.Account + "/" + t.Model
 	}
-	return t.Provider + "/" + t.Model
+	if t.Tier != "" {
+		s += TierSep + t.Tier
+	}
+	return s
 }
 
 // EndpointKey is the key of the target's endpoint in a Router: the
@@ -107,7 +121,9 @@ func ValidAccount(name string) bool {
 // contain slashes (e.g. "groq/meta-llama/llama-4"). The provider must be a
 // known one; a provider's second API is a variant after a colon, itself a
 // row of the provider table ("openai:responses/gpt-5.4-mini"); an account
-// after "@" names another key of the provider ("openai@team/gpt-5.4-mini").
+// after "@" names another key of the provider ("openai@team/gpt-5.4-mini");
+// a service tier after "+" must be one the provider documents
+// ("openai/gpt-5.4-mini+flex").
 func ParseTarget(s string) (Target, error) {
 	p, m, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok || p == "" || m == "" {
@@ -124,7 +140,17 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{}, fmt.Errorf("target %q: unknown provider %q (known: %s)", s, p, strings.Join(ProviderNames(), ", "))
 	}
-	return Target{Provider: p, Account: acct, Model: m}, nil
+	t := Target{Provider: p, Account: acct, Model: m}
+	if i := strings.LastIndex(m, TierSep); i >= 0 {
+		t.Model, t.Tier = m[:i], strings.ToLower(m[i+len(TierSep):])
+		if t.Model == "" || t.Tier == "" {
+			return Target{}, fmt.Errorf("target %q: want provider/model+tier, e.g. openai/gpt-5.4-mini+flex", s)
+		}
+		if err := ValidTier(p, t.Tier); err != nil {
+			return Target{}, fmt.Errorf("target %q: %w", s, err)
+		}
+	}
+	return t, nil
 }
 
 // Request is one prompt to one target.
@@ -183,6 +209,11 @@ type Limits struct {
 	Tokens       *Window   `json:"tokens,omitempty"`
 	InputTokens  *Window   `json:"input_tokens,omitempty"`
 	OutputTokens *Window   `json:"output_tokens,omitempty"`
+	// PriorityInputTokens and PriorityOutputTokens are the priority
+	// tier's own token windows (Anthropic's anthropic-priority-*
+	// headers), gauges of their own: they never pace.
+	PriorityInputTokens  *Window `json:"priority_input_tokens,omitempty"`
+	PriorityOutputTokens *Window `json:"priority_output_tokens,omitempty"`
 }
 
 // Empty reports whether the snapshot holds no window.
@@ -262,7 +293,11 @@ type Result struct {
 	// provider reports them (OpenAI's reasoning_tokens, Gemini's
 	// thoughtsTokenCount); 0 when not reported.
 	ReasoningTokens int
-	Err             *Error // nil on success
+	// ServedTier is the service tier that served the answer, as the
+	// provider named it (its body, a stream event or a header); "" when
+	// it named none.
+	ServedTier string
+	Err        *Error // nil on success
 }
 
 // Class returns ClassOK on success, else the error's class.

@@ -71,22 +71,27 @@ const SpanCall = "limitscope.call"
 
 // The limitscope.* attribute keys.
 const (
-	KeyCallID       = attribute.Key("limitscope.call.id")
-	KeyOutcome      = attribute.Key("limitscope.outcome")
-	KeyChain        = attribute.Key("limitscope.chain")
-	KeyServedBy     = attribute.Key("limitscope.served_by")
-	KeyRoute        = attribute.Key("limitscope.route")
-	KeyAttempt      = attribute.Key("limitscope.attempt")
-	KeyTarget       = attribute.Key("limitscope.target")
-	KeyProvider     = attribute.Key("limitscope.provider") // limitscope's own name (openai:responses, gemini, ...)
-	KeyClass        = attribute.Key("limitscope.class")
-	KeyDecision     = attribute.Key("limitscope.decision")
-	KeyCode         = attribute.Key("limitscope.error.code")
-	KeyMessage      = attribute.Key("limitscope.error.message")
-	KeyQuotaID      = attribute.Key("limitscope.quota_id")
-	KeyRequestID    = attribute.Key("limitscope.request_id")
-	KeyMidStream    = attribute.Key("limitscope.mid_stream")
-	KeyTTFT         = attribute.Key("limitscope.ttft_ms")
+	KeyCallID    = attribute.Key("limitscope.call.id")
+	KeyOutcome   = attribute.Key("limitscope.outcome")
+	KeyChain     = attribute.Key("limitscope.chain")
+	KeyServedBy  = attribute.Key("limitscope.served_by")
+	KeyRoute     = attribute.Key("limitscope.route")
+	KeyAttempt   = attribute.Key("limitscope.attempt")
+	KeyTarget    = attribute.Key("limitscope.target")
+	KeyProvider  = attribute.Key("limitscope.provider") // limitscope's own name (openai:responses, gemini, ...)
+	KeyClass     = attribute.Key("limitscope.class")
+	KeyDecision  = attribute.Key("limitscope.decision")
+	KeyCode      = attribute.Key("limitscope.error.code")
+	KeyMessage   = attribute.Key("limitscope.error.message")
+	KeyQuotaID   = attribute.Key("limitscope.quota_id")
+	KeyRequestID = attribute.Key("limitscope.request_id")
+	KeyMidStream = attribute.Key("limitscope.mid_stream")
+	KeyTTFT      = attribute.Key("limitscope.ttft_ms")
+	// The service tier an attempt asked for, the one its answer named,
+	// and whether that was a downgrade of a premium tier.
+	KeyTier         = attribute.Key("limitscope.tier")
+	KeyServedTier   = attribute.Key("limitscope.tier.served")
+	KeyDowngraded   = attribute.Key("limitscope.tier.downgraded")
 	KeyDelaySource  = attribute.Key("limitscope.delay_source")
 	KeyRetryAfter   = attribute.Key("limitscope.retry_after_ms")
 	KeyWaited       = attribute.Key("limitscope.waited_ms")
@@ -698,6 +703,7 @@ func (t *Telemetry) httpSpan(ctx context.Context, ti *targetInfo, a *retry.Attem
 	if a.TTFT > 0 {
 		attrs = append(attrs, KeyTTFT.Int64(ms(a.TTFT)))
 	}
+	attrs = append(attrs, tierAttrs(a)...)
 	if a.DelaySource != "" {
 		attrs = append(attrs, KeyDelaySource.String(string(a.DelaySource)))
 	}
@@ -896,4 +902,20 @@ func (t *Telemetry) record(ctx context.Context, j job, legs []leg) {
 	if !res.Ended.IsZero() {
 		in.callDuration.Record(ctx, res.Ended.Sub(res.Started).Seconds(), oo...)
 	}
+}
+
+// tierAttrs are an attempt's service-tier attributes: the tier asked, the
+// one served, a downgrade (none when no tier was asked or named).
+func tierAttrs(a *retry.Attempt) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	if a.Target.Tier != "" {
+		out = append(out, KeyTier.String(a.Target.Tier))
+	}
+	if a.ServedTier != "" {
+		out = append(out, KeyServedTier.String(sanitize.Printable(a.ServedTier)))
+	}
+	if a.Downgraded {
+		out = append(out, KeyDowngraded.Bool(true))
+	}
+	return out
 }

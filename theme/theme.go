@@ -191,13 +191,13 @@ func (s Styles) Outcome(o string) lipgloss.Style {
 func (s Styles) Mark(c string) lipgloss.Style { return s.Class(c).Bold(true) }
 
 // Class returns the style of an attempt's class ("ok", "rate_limit",
-// "overload", "quota", "caller", "server", "connection", "timeout",
-// "cancelled"), shared by the console and the CLI. Unknown classes are Base.
+// "overload", "flex_capacity", "quota", "caller", "server", "connection",
+// "timeout", "cancelled"), shared by the console and the CLI. Unknown classes are Base.
 func (s Styles) Class(c string) lipgloss.Style {
 	switch c {
 	case "ok":
 		return s.OK
-	case "rate_limit":
+	case "rate_limit", "flex_capacity":
 		return s.Wait
 	case "overload", "server", "connection", "timeout":
 		return s.Warn
@@ -225,6 +225,8 @@ func MarkLetter(class string, midStream bool) string {
 		return "R"
 	case "overload":
 		return "O"
+	case "flex_capacity":
+		return "F"
 	case "quota":
 		return "Q"
 	case "caller":
@@ -242,4 +244,4 @@ func MarkLetter(class string, midStream bool) string {
 }
 
 // MarkLegend says what each of MarkLetter's letters means.
-const MarkLegend = "✓ ok · R rate limit · O overload · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled"
+const MarkLegend = "✓ ok · R rate limit · O overload · F flex capacity · Q quota · B broken stream · T timeout · S server · N network · C rejected · X cancelled"

@@ -38,8 +38,14 @@ type attemptLog struct {
 const minProviderColumn = 9
 
 // providerLabel is a row's provider column: the provider (with its API
-// variant) and the account, so that two accounts' rows never read alike.
-func providerLabel(t stream.Target) string { return t.EndpointKey() }
+// variant), the account and the service tier asked, so that two accounts'
+// (or two tiers') rows never read alike: "openai@team+flex".
+func providerLabel(t stream.Target) string {
+	if t.Tier != "" {
+		return t.EndpointKey() + stream.TierSep + t.Tier
+	}
+	return t.EndpointKey()
+}
 
 func newAttemptLog() *attemptLog { return &attemptLog{sel: -1, pw: minProviderColumn} }
 
@@ -218,6 +224,9 @@ func rowText(r *logRow, narrow bool, pw int) string {
 	if a.MidStream {
 		code = strings.TrimSpace(code + " mid-stream")
 	}
+	if tc := tierCode(a); tc != "" {
+		code = strings.TrimSpace(code + " " + tc)
+	}
 	delay := ""
 	if a.RetryAfter != nil {
 		delay = "asked " + fmtDur(*a.RetryAfter) + " (" + sourceOr(a.DelaySource, "retry-after") + ")"
@@ -276,6 +285,9 @@ func compactRow(r *logRow, pw int) string {
 			s += " text " + fmtDur(a.TTFText) // after thinking
 		}
 	}
+	if tc := tierCode(a); tc != "" {
+		s += " " + tc
+	}
 	if a.Waited > 0 {
 		s += " waited " + fmtDur(a.Waited)
 	}
@@ -296,6 +308,8 @@ func (r *logRow) render(w, pw int, st *theme.Styles) string {
 	switch {
 	case r.wait != nil:
 		return st.Wait.Render(t)
+	case r.attempt.Class == stream.ClassOK && r.attempt.Downgraded:
+		return st.Warn.Render(t)
 	case r.attempt.Class == stream.ClassOK:
 		return t
 	case r.attempt.Class == stream.ClassQuota:

@@ -255,6 +255,9 @@ func served(t *turn, res *retry.Result) {
 		}
 	}
 	badge := "served by " + name
+	if n := len(res.Attempts); n > 0 && res.Attempts[n-1].Downgraded {
+		badge += " · " + res.Attempts[n-1].TierNote()
+	}
 	fallback := ""
 	if by.Provider != "" && by != t.primary {
 		fallback = "fallback: primary " + t.primary.String() + " " + primaryWhy(t, res)

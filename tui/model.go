@@ -618,6 +618,8 @@ func errSentence(a *retry.Attempt) string {
 		return who + " is rate limiting this key"
 	case stream.ClassOverload:
 		return who + " is overloaded"
+	case stream.ClassFlexCapacity:
+		return who + "'s flex capacity is short"
 	case stream.ClassQuota:
 		if cd := a.Cooldown; cd != nil && !cd.Until.IsZero() {
 			// A quota with a known reset ends by itself: no person needed.

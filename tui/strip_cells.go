@@ -30,7 +30,8 @@ const (
 
 // classes are the attempt classes in mark-style order (cellClass + i).
 var classes = []stream.Class{stream.ClassOK, stream.ClassRateLimit, stream.ClassOverload, stream.ClassQuota,
-	stream.ClassCaller, stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCancelled}
+	stream.ClassCaller, stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCancelled,
+	stream.ClassFlexCapacity}
 
 func classCell(c stream.Class) cellStyle {
 	for i, k := range classes {

@@ -36,7 +36,8 @@ type targetState struct {
 
 	cooldown *retry.Cooldown // the cooldown that stops it, when known (never parsed from a message)
 
-	lastErr  string // the last failure, for context
+	lastErr  string    // the last failure, for context
+	tier     tierState // what its last answer said of its service tier
 	limits   *stream.Limits
 	answered bool // an answer came without limit headers: the provider sends none
 	pace     retry.PaceState
@@ -289,6 +290,7 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 	if end.IsZero() || a.StartedAt.IsZero() {
 		end = now
 	}
+	s.noteTier(a)
 	switch a.Class {
 	case stream.ClassOK:
 		s.overloaded, s.lastErr = false, ""
@@ -317,6 +319,8 @@ func (p *targetsPane) attemptEnd(a *retry.Attempt, now time.Time, callID string)
 			s.cooldown, s.stopUntil = &c, cd.Until
 		}
 	case stream.ClassCancelled:
+	case stream.ClassFlexCapacity:
+		s.lastErr = statusCode(a) + " · flex capacity short"
 	default:
 		s.lastErr = statusCode(a)
 	}
@@ -653,6 +657,9 @@ func (p *targetsPane) line(i int, s *targetState, w int, now time.Time, st *them
 			extra = " · " + noHeaders(s)
 		}
 	}
+	if tb := tierBrief(s.info.Target, s.tier); tb != "" {
+		extra += " · " + tb
+	}
 	if s.proxied && i >= p.inChain {
 		extra += " · via proxy"
 	}
@@ -768,6 +775,13 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 		if s.lastErr != "" && word == "READY" {
 			out = append(out, ind+st.Subtle.Render(fit("last: "+s.lastErr, iw)))
 		}
+	}
+	if tb := tierBrief(s.info.Target, s.tier); tb != "" {
+		style := st.Subtle.Render
+		if s.tier.downgraded {
+			style = st.Warn.Render
+		}
+		out = append(out, ind+style(fit(tb, iw)))
 	}
 	if g := gauges(s.limits, iw, now, st, ind); len(g) > 0 {
 		out = append(out, g...)

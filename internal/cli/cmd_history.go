@@ -411,6 +411,7 @@ func printAttempt(o *textOut, at retry.Attempt) {
 	if at.TTFT > 0 {
 		fmt.Fprintf(w, " (first token %s%s)", roundDur(at.TTFT), firstText(at))
 	}
+	fmt.Fprint(w, sanitize.Text(servedTierWords(at)))
 	if at.Decision != "" {
 		fmt.Fprintf(w, "  -> %s", at.Decision)
 	}

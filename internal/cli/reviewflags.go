@@ -182,9 +182,9 @@ func (hf *historyFlags) filter(now time.Time) (store.Filter, error) {
 		c := stream.Class(strings.ToLower(hf.class))
 		switch c {
 		case stream.ClassOK, stream.ClassQuota, stream.ClassCaller, stream.ClassRateLimit, stream.ClassOverload,
-			stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCancelled:
+			stream.ClassFlexCapacity, stream.ClassServer, stream.ClassConnection, stream.ClassTimeout, stream.ClassCancelled:
 		default:
-			return f, fmt.Errorf("--class %q: want ok, quota, caller, rate_limit, overload, server, connection, timeout or cancelled", hf.class)
+			return f, fmt.Errorf("--class %q: want ok, quota, caller, rate_limit, overload, flex_capacity, server, connection, timeout or cancelled", hf.class)
 		}
 		f.Class = c
 	}

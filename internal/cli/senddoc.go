@@ -47,8 +47,13 @@ type attemptDoc struct {
 	TTFTextMs       *int64 `json:"ttft_text_ms,omitempty"`
 	Thinking        bool   `json:"thinking,omitempty"`
 	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
-	StartedAt       string `json:"started_at"`
-	DurationMs      int64  `json:"duration_ms"`
+	// Tier is the service tier asked, ServedTier the one the answer named,
+	// Downgraded a premium tier served lower.
+	Tier       string `json:"tier,omitempty"`
+	ServedTier string `json:"served_tier,omitempty"`
+	Downgraded bool   `json:"downgraded,omitempty"`
+	StartedAt  string `json:"started_at"`
+	DurationMs int64  `json:"duration_ms"`
 }
 
 type errorDoc struct {
@@ -110,6 +115,7 @@ func newSendDoc(res retry.Result, simulated bool) sendDoc {
 			d.TTFTextMs = &v
 		}
 		d.Thinking, d.ReasoningTokens = at.Thinking, at.ReasoningTokens
+		d.Tier, d.ServedTier, d.Downgraded = at.Target.Tier, at.ServedTier, at.Downgraded
 		doc.Attempts = append(doc.Attempts, d)
 	}
 	if res.Err != nil {
