@@ -110,7 +110,9 @@ func sameVocabulary(upstream, caller stream.Dialect) bool {
 // kindOf is the kind of a provider's error.
 func kindOf(e *stream.Error) errKind {
 	switch e.Class {
-	case stream.ClassOverload:
+	case stream.ClassOverload, stream.ClassFlexCapacity:
+		// Flex capacity short is capacity the provider lacks for now, as
+		// an overload is: a caller of another dialect gets its overload.
 		return kindOverload
 	case stream.ClassRateLimit:
 		return kindRateLimit
