@@ -47,8 +47,7 @@ func quotaCooldown() *retry.Cooldown {
 
 // TestStoppedFromEngineStateAndCleared: a cooldown the engine reports at
 // start shows STOPPED without any message being parsed; x on it shows what
-// stopped it and, after y, clears it through Options.ClearCooldown (issue
-// 12, point 1 console side, point 5).
+// stopped it and, after y, clears it through Options.ClearCooldown.
 func TestStoppedFromEngineStateAndCleared(t *testing.T) {
 	es := &fakeEngineState{cds: map[stream.Target]*retry.Cooldown{openai: quotaCooldown()}}
 	h := newHarness(t, 120, 40, Options{TargetState: es.state, ClearCooldown: es.clear})
