@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -113,5 +114,28 @@ func TestRecordsKeepPriorityWindows(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `"priority_input_tokens":{"limit":400000,"remaining":388000`) ||
 		!strings.Contains(string(b), `"priority_output_tokens":{"limit":80000,"remaining":0`) {
 		t.Errorf("export: %s %v", b, err)
+	}
+}
+
+// A call over a flex chain with the default deadline is recorded with the
+// deadline it ran under (the flex timeout on top); a chosen one as chosen.
+func TestRecordsFlexChainDeadline(t *testing.T) {
+	clearEnv(t)
+	path := tempDB(t)
+	flex := stream.Target{Provider: "openai", Model: "gpt-5.4-mini", Tier: "flex"}
+	def := okSpec("c0", t0, flex)
+	def.policy = &retry.Policy{Deadline: 3 * time.Minute, DeadlineIsDefault: true}
+	chosen := okSpec("c1", t0.Add(time.Minute), flex)
+	chosen.policy = &retry.Policy{Deadline: time.Minute}
+	recordAll(t, path, SessionInfo{Mode: ModeSimulated, Command: "send"}, def, chosen)
+	rd := &Reader{Path: path}
+	for id, want := range map[string]time.Duration{"1": 18 * time.Minute, "2": time.Minute} {
+		got, err := rd.Show(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Policy.Deadline != want {
+			t.Errorf("call %s: deadline %v, want %v", id, got.Policy.Deadline, want)
+		}
 	}
 }
