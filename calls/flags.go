@@ -64,7 +64,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Policy.TriesPerTarget, "tries-per-target", def.TriesPerTarget, "requests per target (the last target may use what is left)")
 	fs.DurationVar(&f.Policy.FailoverWait, "failover-wait", def.FailoverWait, "a longer server delay moves to the next target at once")
 	fs.DurationVar(&f.Policy.MaxWait, "max-wait", def.MaxWait, "a longer server delay with no fallback left defers the call")
-	fs.DurationVar(&f.Policy.Deadline, "deadline", def.Deadline, "the whole call's time budget")
+	f.Policy.DeadlineIsDefault = true
+	fs.Var(deadlineValue{&f.Policy}, "deadline", "the whole call's time budget, a `duration` (unset: a chain with a flex target gets its flex timeout on top)")
 	fs.BoolVar(&f.Policy.IgnoreCooldown, "ignore-cooldown", false, "send even when a quota cooldown blocks the target")
 	fs.BoolVar(&f.Policy.FailoverOnQuota, "failover-on-quota", false, "on a quota or billing stop, fail over to a target on another account (the stop is still recorded; a person must still act)")
 	fs.DurationVar(&f.Stream.HeaderTimeout, "header-timeout", sdef.HeaderTimeout, "time to the response headers")
@@ -164,4 +165,26 @@ func (t *TargetFlags) Chain() ([]stream.Target, error) {
 		chain = append(chain, tg)
 	}
 	return chain, nil
+}
+
+// deadlineValue is --deadline: a duration that, once given, is the
+// caller's choice (Policy.DeadlineIsDefault false).
+type deadlineValue struct{ p *retry.Policy }
+
+// String implements flag.Value.
+func (v deadlineValue) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.Deadline.String()
+}
+
+// Set implements flag.Value.
+func (v deadlineValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("parse error: %w", err)
+	}
+	v.p.Deadline, v.p.DeadlineIsDefault = d, false
+	return nil
 }

@@ -20,10 +20,16 @@ type Policy struct {
 	FailoverWait   time.Duration // a longer server delay moves to the next target now (default 10s)
 	MaxWait        time.Duration // a longer server delay with no fallback left defers (default 2m)
 	Deadline       time.Duration // checked before every wait (default 3m)
-	BackoffBase    time.Duration // full-jitter exponential backoff base (default 500ms)
-	BackoffCap     time.Duration // and cap (default 20s)
-	Jitter         time.Duration // added to a server's delay: 0..Jitter (default 250ms)
-	IgnoreCooldown bool
+	// DeadlineIsDefault: Deadline is the default, not the caller's choice
+	// (no --deadline). A chain with a flex target then gets its longest
+	// flex timeout (stream.Target.FlexTimeout) added to it, so that a slow
+	// flex answer leaves the rest of the chain its usual budget; a chosen
+	// Deadline is kept as it is.
+	DeadlineIsDefault bool
+	BackoffBase       time.Duration // full-jitter exponential backoff base (default 500ms)
+	BackoffCap        time.Duration // and cap (default 20s)
+	Jitter            time.Duration // added to a server's delay: 0..Jitter (default 250ms)
+	IgnoreCooldown    bool
 	// NoRetryAfterText: once any text of an attempt has reached the caller,
 	// an error ends the call instead of retrying or failing over (the proxy,
 	// whose caller cannot take text back): gave_up (failed for a caller
@@ -63,6 +69,21 @@ func DefaultPolicy() Policy {
 		FlexTries:      3,
 		FlexBackoffCap: 2 * time.Second,
 	}
+}
+
+// CallDeadline is the time budget of a call with policy p over chain: p's
+// Deadline, plus the longest flex timeout of the chain's targets when the
+// deadline is the default (p.DeadlineIsDefault).
+func CallDeadline(p Policy, chain []stream.Target) time.Duration {
+	d := p.WithDefaults().Deadline
+	if !p.DeadlineIsDefault {
+		return d
+	}
+	var flex time.Duration
+	for _, t := range chain {
+		flex = max(flex, t.FlexTimeout())
+	}
+	return d + flex
 }
 
 // WithDefaults returns p with every zero (or negative) field replaced by
@@ -297,8 +318,9 @@ func (r *run) run() Result {
 		id = strconv.FormatUint(rand.Uint64(), 16)
 	}
 	r.res = Result{CallID: id, Started: now}
-	r.deadline = now.Add(r.pol.Deadline)
 	chain := append([]stream.Target(nil), r.call.Chain...)
+	r.pol.Deadline = CallDeadline(r.pol, chain)
+	r.deadline = now.Add(r.pol.Deadline)
 	r.emit(Event{Kind: EventCallStart, Time: now, Chain: chain})
 
 	if len(chain) == 0 {

@@ -1,7 +1,9 @@
 package retry_test
 
 import (
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/limitscope/limitscope/retry"
@@ -96,5 +98,46 @@ func TestTierNote(t *testing.T) {
 		if got := c.a.TierNote(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
 		}
+	}
+}
+
+// TestFlexChainDeadline checks, in a synctest bubble, that a chain with a
+// flex target and no chosen deadline gets the flex timeout on top of the
+// default deadline (a slow flex answer still leaves the usual budget),
+// while a chosen deadline, or a chain without flex, keeps its own.
+func TestFlexChainDeadline(t *testing.T) {
+	clearEnv(t)
+	flex := stream.Target{Provider: "openai", Model: "gpt-5.4-mini", Tier: "flex"}
+	def := stream.Target{Provider: "openai", Model: "gpt-5.4-mini"}
+	if got := flex.FlexTimeout(); got != 15*time.Minute {
+		t.Fatalf("openai's flex timeout %v, want 15m", got)
+	}
+	for _, c := range []struct {
+		name  string
+		chain []stream.Target
+		pol   retry.Policy
+		want  time.Duration
+	}{
+		{"default deadline, flex chain", []stream.Target{flex}, retry.Policy{Deadline: 3 * time.Minute, DeadlineIsDefault: true}, 18 * time.Minute},
+		{"chosen deadline, flex chain", []stream.Target{flex}, retry.Policy{Deadline: 3 * time.Minute}, 3 * time.Minute},
+		{"default deadline, no flex", []stream.Target{def}, retry.Policy{Deadline: 3 * time.Minute, DeadlineIsDefault: true}, 3 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := retry.CallDeadline(c.pol, c.chain); got != c.want {
+				t.Errorf("CallDeadline %v, want %v", got, c.want)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				d := retrytest.NewDoer().ScriptFunc(c.chain[0].String(), hang)
+				e := &retry.Engine{Doer: d, Clock: retry.WallClock{}}
+				start := time.Now()
+				res := e.Run(t.Context(), retry.Call{Chain: c.chain, Prompt: "x", Policy: c.pol}, nil)
+				if took := time.Since(start); res.Outcome != retry.OutcomeGaveUp || took != c.want || d.Total() != 1 {
+					t.Fatalf("%s after %v, %d requests; want gave_up after %v", res.Outcome, took, d.Total(), c.want)
+				}
+				if res.Err == nil || !strings.Contains(res.Err.Message, "the call's deadline ("+c.want.String()+")") {
+					t.Errorf("the deadline's words: %v", res.Err)
+				}
+			})
+		})
 	}
 }

@@ -258,6 +258,25 @@ func (anthropicDialect) tooLarge(e errorInfo) reply {
 	return jsonReply(413, anthropicBody("request_too_large", "Request exceeds the maximum allowed number of bytes.", e.requestID, nil))
 }
 
+// anthropicPriorityHeaders names the Priority Tier's token windows
+// (anthropic-priority-{input,output}-tokens-{limit,remaining,reset}),
+// rounded to thousands like the regular token windows.
+func anthropicPriorityHeaders(v limitView, h http.Header) {
+	for _, w := range []struct {
+		name string
+		l    limiter
+	}{{"input-tokens", v.st.pitpm}, {"output-tokens", v.st.potpm}} {
+		if w.l == nil {
+			continue
+		}
+		rem, reset := v.level(w.l, false)
+		rem = int64(math.Round(float64(rem)/1000) * 1000)
+		h.Set("anthropic-priority-"+w.name+"-limit", fmt.Sprint(w.l.Limit()))
+		h.Set("anthropic-priority-"+w.name+"-remaining", fmt.Sprint(rem))
+		h.Set("anthropic-priority-"+w.name+"-reset", rfc3339Reset(v.now, reset))
+	}
+}
+
 func (anthropicDialect) limitHeaders(_ *provider, v limitView, h http.Header) {
 	st := v.st
 	set := func(name string, l limiter, round, hold bool) {

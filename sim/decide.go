@@ -65,7 +65,9 @@ func (s *Server) decide(p *provider, req *simRequest, outTokens int) decision {
 	ad.count()
 	d.info = errorInfo{provider: p.name, model: req.model, requestID: d.requestID}
 	d.served = servedTier(p, req, false)
+	ad.priorityTier()
 	defer tierHeader(p, d)
+	defer ad.priorityAnswer()
 
 	if out, ok := ad.injected(); ok {
 		return out

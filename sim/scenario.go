@@ -49,25 +49,28 @@ func (r faultRule) active(elapsed time.Duration) bool {
 // providerConfig is one simulated provider's limits, budget, pacing and
 // fault schedule. Zero limits are unlimited.
 type providerConfig struct {
-	LimitKind       string // "bucket" or "window" for the per-minute limits
-	RPM, TPM        int64  // requests and tokens (input + max output) per minute
-	Burst           int64  // most requests at once: the RPM bucket's capacity (0: the RPM)
-	ITPM, OTPM      int64  // input and output tokens per minute (Anthropic)
-	RPD, TPD        int64  // requests and tokens per day
-	BudgetUSD       float64
-	BudgetPeriod    time.Duration // 0: the calendar month (UTC)
-	PriceIn         float64       // USD per million input tokens
-	PriceOut        float64       // USD per million output tokens
-	SpendCode       string        // the spend_cap variant the budget produces
-	RampFactor      float64       // acceleration limit: recent rate above factor x the earlier rate ...
-	RampFloor       int           // ... and at least this many requests in RampWindow (0: off)
-	RampWindow      time.Duration
-	TokensPerSecond float64
-	FirstTokenDelay time.Duration
-	QueueDelay      time.Duration // DeepSeek-style: keep-alive comments before the first token
-	ContextWindow   int64         // input tokens above this: context length exceeded
-	Faults          []faultRule
-	Models          []string // models added to the provider's catalogue (models = ...)
+	LimitKind  string // "bucket" or "window" for the per-minute limits
+	RPM, TPM   int64  // requests and tokens (input + max output) per minute
+	Burst      int64  // most requests at once: the RPM bucket's capacity (0: the RPM)
+	ITPM, OTPM int64  // input and output tokens per minute (Anthropic)
+	// PriorityITPM and PriorityOTPM are the account's Priority Tier
+	// capacity, input and output tokens per minute (Anthropic; 0: none).
+	PriorityITPM, PriorityOTPM int64
+	RPD, TPD                   int64 // requests and tokens per day
+	BudgetUSD                  float64
+	BudgetPeriod               time.Duration // 0: the calendar month (UTC)
+	PriceIn                    float64       // USD per million input tokens
+	PriceOut                   float64       // USD per million output tokens
+	SpendCode                  string        // the spend_cap variant the budget produces
+	RampFactor                 float64       // acceleration limit: recent rate above factor x the earlier rate ...
+	RampFloor                  int           // ... and at least this many requests in RampWindow (0: off)
+	RampWindow                 time.Duration
+	TokensPerSecond            float64
+	FirstTokenDelay            time.Duration
+	QueueDelay                 time.Duration // DeepSeek-style: keep-alive comments before the first token
+	ContextWindow              int64         // input tokens above this: context length exceeded
+	Faults                     []faultRule
+	Models                     []string // models added to the provider's catalogue (models = ...)
 	// Learnt from a history (learnt.go): distributions drawn per answer,
 	// and the limits that were estimated rather than read from headers.
 	FirstTokenDist *dist
@@ -350,7 +353,8 @@ func parseScenario(name string, r io.Reader, source string) (*scenario, error) {
 // set applies one key = value to c. known is false for an unknown key.
 func (c *providerConfig) set(key, value string, line int) (known bool, err error) {
 	intp := map[string]*int64{"rpm": &c.RPM, "tpm": &c.TPM, "itpm": &c.ITPM, "otpm": &c.OTPM,
-		"rpd": &c.RPD, "tpd": &c.TPD, "context_window": &c.ContextWindow, "burst": &c.Burst}
+		"rpd": &c.RPD, "tpd": &c.TPD, "context_window": &c.ContextWindow, "burst": &c.Burst,
+		"priority_itpm": &c.PriorityITPM, "priority_otpm": &c.PriorityOTPM}
 	floatp := map[string]*float64{"budget_usd": &c.BudgetUSD, "price_in": &c.PriceIn, "price_out": &c.PriceOut,
 		"tokens_per_second": &c.TokensPerSecond}
 	durp := map[string]*time.Duration{"first_token_delay": &c.FirstTokenDelay, "queue_delay": &c.QueueDelay}

@@ -86,6 +86,7 @@ type Server struct {
 type provState struct {
 	cfg                            *providerConfig
 	rpm, tpm, itpm, otpm, rpd, tpd limiter // nil: unlimited
+	pitpm, potpm                   limiter // the priority tier's token windows (Anthropic); nil: no priority capacity
 	spent                          float64
 	spendKey                       int64
 	recent                         []time.Time // request times in the last minute (acceleration limit)
@@ -219,6 +220,9 @@ func (s *Server) newState(provider string, c *providerConfig, seed uint64) *prov
 	st.rpm = perMin(c.RPM, c.Burst) // the burst is the requests limit's
 	st.tpm, st.itpm, st.otpm = perMin(c.TPM, 0), perMin(c.ITPM, 0), perMin(c.OTPM, 0)
 	st.rpd, st.tpd = perDay(c.RPD), perDay(c.TPD)
+	if providerOf(provider).tiers.priority != "" {
+		st.pitpm, st.potpm = perMin(c.PriorityITPM, 0), perMin(c.PriorityOTPM, 0)
+	}
 	return st
 }
 

@@ -28,6 +28,12 @@ type simTiers struct {
 	header string
 	// invalid is the provider's 400 to a tier it does not take.
 	invalid func(tier string) reply
+	// priority is the tier an organization's priority capacity serves a
+	// request at when it asks for one of auto (or none): Anthropic's
+	// Priority Tier, with its own token windows in the answer's headers.
+	// "": the provider has no such capacity.
+	priority string
+	auto     []string
 }
 
 // The tier rows of the providers that document tiers.
@@ -38,7 +44,7 @@ var (
 			return jsonReply(400, mustJSON(obj{"error", obj{"message", "Invalid service_tier argument", "type", "invalid_request_error", "param", "service_tier", "code", nil}}))
 		}}
 	anthropicSimTiers = simTiers{names: []string{"auto", "standard_only"}, served: map[string]string{"auto": "standard", "standard_only": "standard"},
-		standard: "standard",
+		standard: "standard", priority: "priority", auto: []string{"", "auto"},
 		invalid: func(tier string) reply {
 			return anthropicError(400, "invalid_request_error", "service_tier: Input should be 'auto' or 'standard_only'", "")
 		}}
@@ -148,4 +154,42 @@ func tierHeader(p *provider, d *decision) {
 	if p.tiers.header != "" && d.served != "" && d.reply == nil {
 		d.header.Set(p.tiers.header, strings.ToLower(d.served))
 	}
+}
+
+// priorityTier serves the request at the provider's priority tier when it
+// asks for auto (or nothing), the scenario gives the account priority
+// capacity (priority_itpm, priority_otpm), and that capacity holds the
+// request's input and output tokens; else it stays as decided. Called
+// with s.mu held.
+func (ad *admission) priorityTier() {
+	t, st := ad.p.tiers, ad.st
+	if t.priority == "" || !slices.Contains(t.auto, ad.req.tier) || (st.pitpm == nil && st.potpm == nil) {
+		return
+	}
+	for _, c := range []struct {
+		l limiter
+		n float64
+	}{{st.pitpm, ad.in}, {st.potpm, float64(ad.maxOut)}} {
+		if c.l != nil && c.l.Remaining(ad.now) < c.n {
+			return // over the priority windows: served at standard
+		}
+	}
+	ad.d.served = t.priority
+}
+
+// priorityAnswer spends a priority answer's tokens from the priority
+// windows and names them in its headers; an error spends nothing. Called
+// with s.mu held, when the decision is made.
+func (ad *admission) priorityAnswer() {
+	d, st, now := &ad.d, ad.st, ad.now
+	if ad.p.tiers.priority == "" || d.served != ad.p.tiers.priority || d.reply != nil {
+		return
+	}
+	if st.pitpm != nil {
+		st.pitpm.Take(now, ad.in)
+	}
+	if st.potpm != nil {
+		st.potpm.Take(now, float64(ad.outTokens))
+	}
+	anthropicPriorityHeaders(limitView{st: st, now: now}, d.header)
 }

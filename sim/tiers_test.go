@@ -254,3 +254,55 @@ func TestTierRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestAnthropicPriorityCapacity: an account with Priority Tier capacity
+// (priority_itpm, priority_otpm) serves an auto request (or one asking
+// nothing) at priority, and the answer names the priority windows in the
+// anthropic-priority-* headers, which the stream client reads as their own
+// windows; standard_only, or a request over the priority windows, is
+// served at standard without them. The SDK reads usage.service_tier.
+func TestAnthropicPriorityCapacity(t *testing.T) {
+	path := scenarioFile(t, "name = prio\n[anthropic]\npriority_itpm = 400000\npriority_otpm = 1500\n")
+	_, ts, _ := newTestSim(t, Options{ScenarioFile: path})
+	do := func(target string, maxTok int) stream.Result {
+		tg, err := stream.ParseTarget(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := stream.Endpoint{Provider: tg.Provider, BaseURL: BaseURL(ts.URL, tg.Provider), Key: stream.Secret(FakeKey)}
+		return (&stream.Client{}).Do(sdkCtx(t), ep, stream.Request{Target: tg, Prompt: "hello there", MaxTokens: maxTok}, nil)
+	}
+	r := do("anthropic/claude-sonnet-4-5+auto", 64)
+	if r.Err != nil || r.ServedTier != "priority" || r.Limits == nil {
+		t.Fatalf("auto: served %q, limits %v (%v)", r.ServedTier, r.Limits, r.Err)
+	}
+	pin, pout := r.Limits.PriorityInputTokens, r.Limits.PriorityOutputTokens
+	if pin == nil || pout == nil || pin.Limit != 400000 || pout.Limit != 1500 || !pin.Rounded || pin.Reset.IsZero() {
+		t.Fatalf("priority windows: %+v %+v", pin, pout)
+	}
+	if pin.Remaining != 400000 || pout.Remaining != 1000 {
+		t.Errorf("priority remaining: in %d (a few tokens round to the limit), out %d (1500 less a few, rounded)", pin.Remaining, pout.Remaining)
+	}
+	if r.Limits.InputTokens == nil || r.Limits.InputTokens.Limit == pin.Limit {
+		t.Errorf("the regular input window: %+v", r.Limits.InputTokens)
+	}
+	if r := do("anthropic/claude-sonnet-4-5", 64); r.ServedTier != "priority" || r.Limits == nil || r.Limits.PriorityInputTokens == nil {
+		t.Errorf("no tier asked: served %q (%v)", r.ServedTier, r.Err)
+	}
+	for _, c := range []struct {
+		target string
+		maxTok int
+	}{{"anthropic/claude-sonnet-4-5+standard_only", 64}, {"anthropic/claude-sonnet-4-5+auto", 4000}} {
+		r := do(c.target, c.maxTok)
+		if r.Err != nil || r.ServedTier != "standard" || r.Limits == nil || r.Limits.PriorityInputTokens != nil || r.Limits.PriorityOutputTokens != nil {
+			t.Errorf("%s max %d: served %q, limits %+v (%v)", c.target, c.maxTok, r.ServedTier, r.Limits, r.Err)
+		}
+	}
+	client := anthropic.NewClient(aoption.WithBaseURL(BaseURL(ts.URL, "anthropic")), aoption.WithAPIKey(FakeKey), aoption.WithMaxRetries(0))
+	var resp *http.Response
+	m, err := client.Messages.New(sdkCtx(t), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 64, ServiceTier: anthropic.MessageNewParamsServiceTierAuto,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello there"))}}, aoption.WithResponseInto(&resp))
+	if err != nil || m.Usage.ServiceTier != anthropic.UsageServiceTierPriority || resp.Header.Get("anthropic-priority-input-tokens-limit") != "400000" {
+		t.Fatalf("sdk: %v, usage.service_tier %q", err, m.Usage.ServiceTier)
+	}
+}

@@ -36,6 +36,7 @@ type spec struct {
 	prompt  string
 	text    string
 	wait    time.Duration // after each failed attempt
+	policy  *retry.Policy // nil: the default policy
 }
 
 var (
@@ -47,6 +48,9 @@ var (
 // events returns the call and the engine events such a call produces.
 func (s spec) events() (retry.Call, []retry.Event) {
 	call := retry.Call{ID: s.id, Chain: s.chain, Prompt: s.prompt, MaxTokens: 256, Policy: retry.DefaultPolicy()}
+	if s.policy != nil {
+		call.Policy = *s.policy
+	}
 	evs := []retry.Event{{Kind: retry.EventCallStart, CallID: s.id, Time: s.start, Chain: s.chain}}
 	now := s.start
 	var atts []retry.Attempt

@@ -760,6 +760,9 @@ func (r *Recorder) apply(tx *bolt.Tx, items *queue, fromJournal bool) (touchedCa
 		c := &cs.rec
 		if it.call != nil {
 			c.Policy, c.MaxTokens = it.call.Policy, it.call.MaxTokens
+			// The deadline the call ran under: a default one makes room
+			// for a flex target's timeout.
+			c.Policy.Deadline = retry.CallDeadline(c.Policy, it.call.Chain)
 			// Metadata, kept with --no-content too; never a credential.
 			c.Route, c.Client = cleanOrigin(it.call.Route), cleanOrigin(it.call.Client)
 			if len(c.Chain) == 0 {

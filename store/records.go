@@ -643,6 +643,16 @@ const (
 	afByUser // the user failed over (Control.FailOver); the planned wait follows the limits
 	afText   // the time to first visible text, the thinking flag and the reasoning tokens follow
 	afTier   // the served service tier follows
+	// afMore: a second flags byte follows the record's last field, its
+	// own fields after it. Added within schema 2: a record without the
+	// flag (every record written before) has none, and a reader that
+	// predates it ignores the flag and the trailing bytes.
+	afMore
+)
+
+// second attempt flags (after afMore)
+const (
+	af2Priority = 1 << iota // the priority tier's token windows follow (encodePriority)
 )
 
 // encodeAttempt writes an attempt record (schema 2) without its partial text,
@@ -678,6 +688,13 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	if a.ServedTier != "" {
 		f |= afTier
 	}
+	var f2 byte
+	if a.Limits != nil && (a.Limits.PriorityInputTokens != nil || a.Limits.PriorityOutputTokens != nil) {
+		f2 |= af2Priority
+	}
+	if f2 != 0 {
+		f |= afMore
+	}
 	e.byte(f)
 	e.uvarint(uint64(a.N))
 	e.target(a.Target, chain)
@@ -710,6 +727,12 @@ func encodeAttemptInto(e *enc, a *retry.Attempt, callStart time.Time, chain []st
 	}
 	if f&afTier != 0 {
 		e.str(a.ServedTier)
+	}
+	if f&afMore != 0 {
+		e.byte(f2)
+		if f2&af2Priority != 0 {
+			encodeWindows(e, []*stream.Window{a.Limits.PriorityInputTokens, a.Limits.PriorityOutputTokens}, a.Limits.At)
+		}
 	}
 }
 
@@ -772,6 +795,18 @@ func decodeAttemptRest(key, v []byte, callStart time.Time, chain []stream.Target
 		a.ServedTier = d.str()
 		a.Downgraded = a.Target.Downgraded(a.ServedTier)
 	}
+	if f&afMore != 0 {
+		f2 := d.byte()
+		if f2&af2Priority != 0 {
+			// Only with the limits they belong to; a damaged record
+			// without them still reads its windows past.
+			l := a.Limits
+			if l == nil {
+				l = &stream.Limits{At: a.StartedAt}
+			}
+			decodeWindows(&d, []**stream.Window{&l.PriorityInputTokens, &l.PriorityOutputTokens}, l.At)
+		}
+	}
 	if d.err != nil {
 		return a, 0, fmt.Errorf("attempt %x: %w", key, d.err)
 	}
@@ -789,7 +824,12 @@ const (
 
 func encodeLimits(e *enc, l *stream.Limits, base time.Time) {
 	e.timeRel(l.At, base)
-	ws := [4]*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens}
+	encodeWindows(e, []*stream.Window{l.Requests, l.Tokens, l.InputTokens, l.OutputTokens}, l.At)
+}
+
+// encodeWindows writes up to 8 windows: a byte saying which are there,
+// then each one's flags, limit, remaining and reset (relative to at).
+func encodeWindows(e *enc, ws []*stream.Window, at time.Time) {
 	var m byte
 	for i, w := range ws {
 		if w != nil {
@@ -821,15 +861,20 @@ func encodeLimits(e *enc, l *stream.Limits, base time.Time) {
 		e.varint(w.Limit)
 		e.varint(w.Remaining)
 		if f&wfReset != 0 {
-			e.varint(int64(w.Reset.Sub(l.At)))
+			e.varint(int64(w.Reset.Sub(at)))
 		}
 	}
 }
 
 func decodeLimits(d *dec, base time.Time) *stream.Limits {
 	l := &stream.Limits{At: d.timeRel(base)}
+	decodeWindows(d, []**stream.Window{&l.Requests, &l.Tokens, &l.InputTokens, &l.OutputTokens}, l.At)
+	return l
+}
+
+// decodeWindows reads what encodeWindows wrote into ws.
+func decodeWindows(d *dec, ws []**stream.Window, at time.Time) {
 	m := d.byte()
-	ws := [4]**stream.Window{&l.Requests, &l.Tokens, &l.InputTokens, &l.OutputTokens}
 	for i, p := range ws {
 		if m&(1<<i) == 0 {
 			continue
@@ -841,11 +886,10 @@ func decodeLimits(d *dec, base time.Time) *stream.Limits {
 			PerDay: f&wfPerDay != 0, Rounded: f&wfRounded != 0,
 		}
 		if f&wfReset != 0 {
-			w.Reset = l.At.Add(d.dur())
+			w.Reset = at.Add(d.dur())
 		}
 		*p = w
 	}
-	return l
 }
 
 func encodeSession(s *Session) []byte {

@@ -130,6 +130,17 @@ func (t Target) Downgraded(served string) bool {
 	return served != "" && t.Tier != "" && served != t.Tier && slices.Contains(providerRow(t.Provider).Tiers.Premium, t.Tier)
 }
 
+// FlexTimeout is the header and first-token timeout t's provider advises
+// for its flex tier when t asks for it (OpenAI's 15 minutes); 0 when t
+// asks no flex tier or its provider advises none.
+func (t Target) FlexTimeout() time.Duration {
+	p := providerRow(t.Provider)
+	if t.Tier == "" || !slices.Contains(p.Tiers.Flex, t.Tier) {
+		return 0
+	}
+	return p.Tiers.FlexTimeout
+}
+
 // addTier puts the tier req's target asks for into body, as provider p
 // documents it.
 func addTier(body map[string]any, p *ProviderInfo, tier string) {

@@ -47,6 +47,16 @@ func providerLabel(t stream.Target) string {
 	return t.EndpointKey()
 }
 
+// providerTier is the provider a sentence names, with the service tier
+// asked when there is one: "openai+flex", so that a chain of one
+// provider's tiers reads which tier retried, waited or failed.
+func providerTier(t stream.Target) string {
+	if t.Tier != "" {
+		return t.Provider + stream.TierSep + t.Tier
+	}
+	return t.Provider
+}
+
 func newAttemptLog() *attemptLog { return &attemptLog{sel: -1, pw: minProviderColumn} }
 
 func (l *attemptLog) invalidate() {

@@ -394,11 +394,16 @@ func shortWhy(a *retry.Attempt) string {
 func decisionWords(a *retry.Attempt, chain []stream.Target) string {
 	switch a.Decision {
 	case retry.DecideRetry:
-		return "Retrying " + a.Target.Provider + " after a wait."
+		return "Retrying " + providerTier(a.Target) + " after a wait."
 	case retry.DecideFailover:
 		for i, t := range chain {
 			if t == a.Target && i+1 < len(chain) {
-				return "Failing over to " + chain[i+1].String() + "."
+				next := chain[i+1]
+				if next.Provider == t.Provider && next.Model == t.Model {
+					// One model at another tier: name both ends.
+					return "Failing over from " + t.String() + " to " + next.String() + "."
+				}
+				return "Failing over to " + next.String() + "."
 			}
 		}
 		return "Failing over."
@@ -454,11 +459,11 @@ func waitHead(w *retry.Wait, until, now time.Time) string {
 	var head string
 	switch {
 	case w.Pacing:
-		head = fmt.Sprintf("⏳ pacing %s: waiting %s for its limit to reset", w.Target.Provider, fmtDur(w.Duration))
+		head = fmt.Sprintf("⏳ pacing %s: waiting %s for its limit to reset", providerTier(w.Target), fmtDur(w.Duration))
 	case w.Asked > 0:
-		head = fmt.Sprintf("⏳ %s says %s (%s)", w.Target.Provider, fmtDur(w.Asked), w.Source)
+		head = fmt.Sprintf("⏳ %s says %s (%s)", providerTier(w.Target), fmtDur(w.Asked), w.Source)
 	default:
-		head = fmt.Sprintf("⏳ backing off %s before retrying %s (%s)", fmtDur(w.Duration), w.Target.Provider, orDash(string(w.Source)))
+		head = fmt.Sprintf("⏳ backing off %s before retrying %s (%s)", fmtDur(w.Duration), providerTier(w.Target), orDash(string(w.Source)))
 	}
 	head += " · " + fmtCountdown(now, until) + " left"
 	if !w.Deadline.IsZero() {

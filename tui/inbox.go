@@ -168,7 +168,7 @@ func (m *Model) extWaitOver(x *extCall) {
 	}
 	w := x.run.wait
 	if w != nil {
-		s := "⏳ waited " + fmtDur(w.Duration) + " for " + w.Target.Provider
+		s := "⏳ waited " + fmtDur(w.Duration) + " for " + providerTier(w.Target)
 		if w.Asked > 0 {
 			s += " (it asked " + fmtDur(w.Asked) + ", " + string(w.Source) + ")"
 		} else if w.Source != "" {

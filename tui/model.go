@@ -612,7 +612,7 @@ func (m *Model) copyCurl() tea.Cmd {
 
 // errSentence turns an attempt's failure into a sentence a person reads.
 func errSentence(a *retry.Attempt) string {
-	who := a.Target.Provider
+	who := providerTier(a.Target)
 	switch a.Class {
 	case stream.ClassRateLimit:
 		return who + " is rate limiting this key"

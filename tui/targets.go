@@ -799,6 +799,8 @@ func (p *targetsPane) full(i int, s *targetState, w int, now time.Time, st *them
 // gauges renders a limits snapshot, one line a window, under a legend: a
 // bar shows what is LEFT of each limit (full: all of it left), an exhausted
 // window is drawn empty in the warning colour, and "(rounded)" is said once.
+// The priority tier's windows (Anthropic's) follow under a heading of
+// their own.
 func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string) []string {
 	if l == nil {
 		return nil
@@ -848,8 +850,14 @@ func gauges(l *stream.Limits, w int, now time.Time, st *theme.Styles, ind string
 	one("tok", l.Tokens)
 	one("in", l.InputTokens)
 	one("out", l.OutputTokens)
+	regular := len(out)
+	one("in", l.PriorityInputTokens)
+	one("out", l.PriorityOutputTokens)
 	if len(out) == 0 {
 		return nil
+	}
+	if len(out) > regular {
+		out = slices.Insert(out, regular, ind+st.Subtle.Render(fit("priority tier", w)))
 	}
 	legend := "left of each limit"
 	if rounded {

@@ -466,7 +466,8 @@ func limitsLine(l *stream.Limits) string {
 	for _, win := range []struct {
 		name string
 		w    *stream.Window
-	}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens}} {
+	}{{"requests", l.Requests}, {"tokens", l.Tokens}, {"input tokens", l.InputTokens}, {"output tokens", l.OutputTokens},
+		{"priority input tokens", l.PriorityInputTokens}, {"priority output tokens", l.PriorityOutputTokens}} {
 		if win.w == nil {
 			continue
 		}
