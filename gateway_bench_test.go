@@ -350,7 +350,11 @@ func (g *gatewayRig) shortCall(to string) error {
 // target (default 10,000), each call's latency counted from its scheduled
 // start (no coordinated omission): the latency the proxy adds at p50, p99
 // and p99.9, against calling the stub directly and against the floor.
-// LIMITSCOPE_BENCH_OPENLOOP_SHARES (e.g. "0.05,0.1") runs other shares.
+// LIMITSCOPE_BENCH_OPENLOOP_SHARES (e.g. "0.05,0.1") runs other shares;
+// LIMITSCOPE_BENCH_OPENLOOP_RATE (calls/s) one fixed rate instead, its
+// metrics named @100%; LIMITSCOPE_BENCH_OPENLOOP_PROXY_ONLY=1 calls
+// the proxy alone. proxy-cpu-ms/call is the proxy process's CPU (user
+// and system, from /proc) over its calls at that rate.
 func benchOpenLoop(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_N")); err == nil && v > 0 {
@@ -371,13 +375,21 @@ func benchOpenLoop(b *testing.B) {
 				}
 			}
 		}
+		if v, err := strconv.ParseFloat(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_RATE"), 64); err == nil && v > 0 {
+			shares, sat = []float64{1}, v // one fixed rate (calls/s) instead of shares of the saturation: for A/B runs
+		}
+		targets := []string{"direct", "floor", "proxy"}
+		if os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_PROXY_ONLY") != "" {
+			targets = []string{"proxy"} // A/B runs of the proxy alone: no added latency then
+		}
 		for _, share := range shares {
 			every := time.Duration(float64(time.Second) / (share * sat))
 			lat := map[string][]time.Duration{}
-			for _, to := range []string{"direct", "floor", "proxy"} {
+			for _, to := range targets {
 				out := make([]time.Duration, n)
 				var failed atomic.Int64
 				var why sync.Map // the failures' kinds, one example each
+				cpu0 := procCPU(b, g.proxy.Process.Pid)
 				start := time.Now()
 				var wg sync.WaitGroup
 				for i := range n {
@@ -392,12 +404,22 @@ func benchOpenLoop(b *testing.B) {
 					})
 				}
 				wg.Wait()
+				if to == "proxy" { // the proxy process's CPU per call, its history's commits included
+					cpu := procCPU(b, g.proxy.Process.Pid) - cpu0
+					b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), fmt.Sprintf("proxy-cpu-ms/call@%.0f%%", share*100))
+				}
 				lat[to] = out
 				b.ReportMetric(float64(failed.Load()), fmt.Sprintf("%s-failed@%.0f%%", to, share*100))
 				why.Range(func(k, v any) bool {
 					b.Logf("%s at %.0f%%: failures like %q", to, share*100, v)
 					return true
 				})
+			}
+			if len(lat) < 3 {
+				for _, q := range []float64{0.5, 0.99} {
+					b.ReportMetric(float64(pct(lat["proxy"], q).Microseconds())/1000, fmt.Sprintf("proxy-p%g-ms@%.0f%%", q*100, share*100))
+				}
+				continue
 			}
 			for _, p := range []struct {
 				name string
