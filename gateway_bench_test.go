@@ -344,12 +344,17 @@ func (g *gatewayRig) shortCall(to string) error {
 
 // benchOpenLoop measures overhead the way gateways publish it: a
 // zero-delay upstream (the stub's "fast"), the floor's saturation measured
-// first (64 callers in a closed loop for 3 s), then an open-loop generator
+// first (the median of 7 rounds of 1 s, 64 callers in a closed loop, after
+// one round of warm-up), then an open-loop generator
 // at 25% and 50% of it, LIMITSCOPE_BENCH_OPENLOOP_N calls per rate and
 // target (default 10,000), each call's latency counted from its scheduled
 // start (no coordinated omission): the latency the proxy adds at p50, p99
 // and p99.9, against calling the stub directly and against the floor.
-// LIMITSCOPE_BENCH_OPENLOOP_SHARES (e.g. "0.05,0.1") runs other shares.
+// LIMITSCOPE_BENCH_OPENLOOP_SHARES (e.g. "0.05,0.1") runs other shares;
+// LIMITSCOPE_BENCH_OPENLOOP_RATE (calls/s) one fixed rate instead, its
+// metrics named @100%; LIMITSCOPE_BENCH_OPENLOOP_PROXY_ONLY=1 calls
+// the proxy alone. proxy-cpu-ms/call is the proxy process's CPU (user
+// and system, from /proc) over its calls at that rate.
 func benchOpenLoop(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_N")); err == nil && v > 0 {
@@ -357,21 +362,10 @@ func benchOpenLoop(b *testing.B) {
 	}
 	for b.Loop() {
 		g := newGatewayRig(b, true)
-		var done atomic.Int64
-		stop := time.Now().Add(3 * time.Second)
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(func() {
-				for time.Now().Before(stop) {
-					if g.shortCall("floor") == nil {
-						done.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		sat := float64(done.Load()) / 3
+		sat, spread := g.floorSaturation(satRounds, satRound)
 		b.ReportMetric(sat, "floor-saturation-calls/s")
+		b.ReportMetric(spread[0], "floor-saturation-min-calls/s")
+		b.ReportMetric(spread[1], "floor-saturation-max-calls/s")
 		shares := []float64{0.25, 0.5}
 		if v := os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_SHARES"); v != "" { // e.g. "0.05,0.1"
 			shares = nil
@@ -381,13 +375,21 @@ func benchOpenLoop(b *testing.B) {
 				}
 			}
 		}
+		if v, err := strconv.ParseFloat(os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_RATE"), 64); err == nil && v > 0 {
+			shares, sat = []float64{1}, v // one fixed rate (calls/s) instead of shares of the saturation: for A/B runs
+		}
+		targets := []string{"direct", "floor", "proxy"}
+		if os.Getenv("LIMITSCOPE_BENCH_OPENLOOP_PROXY_ONLY") != "" {
+			targets = []string{"proxy"} // A/B runs of the proxy alone: no added latency then
+		}
 		for _, share := range shares {
 			every := time.Duration(float64(time.Second) / (share * sat))
 			lat := map[string][]time.Duration{}
-			for _, to := range []string{"direct", "floor", "proxy"} {
+			for _, to := range targets {
 				out := make([]time.Duration, n)
 				var failed atomic.Int64
 				var why sync.Map // the failures' kinds, one example each
+				cpu0 := procCPU(b, g.proxy.Process.Pid)
 				start := time.Now()
 				var wg sync.WaitGroup
 				for i := range n {
@@ -402,12 +404,22 @@ func benchOpenLoop(b *testing.B) {
 					})
 				}
 				wg.Wait()
+				if to == "proxy" { // the proxy process's CPU per call, its history's commits included
+					cpu := procCPU(b, g.proxy.Process.Pid) - cpu0
+					b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), fmt.Sprintf("proxy-cpu-ms/call@%.0f%%", share*100))
+				}
 				lat[to] = out
 				b.ReportMetric(float64(failed.Load()), fmt.Sprintf("%s-failed@%.0f%%", to, share*100))
 				why.Range(func(k, v any) bool {
 					b.Logf("%s at %.0f%%: failures like %q", to, share*100, v)
 					return true
 				})
+			}
+			if len(lat) < 3 {
+				for _, q := range []float64{0.5, 0.99} {
+					b.ReportMetric(float64(pct(lat["proxy"], q).Microseconds())/1000, fmt.Sprintf("proxy-p%g-ms@%.0f%%", q*100, share*100))
+				}
+				continue
 			}
 			for _, p := range []struct {
 				name string
@@ -419,6 +431,44 @@ func benchOpenLoop(b *testing.B) {
 			}
 		}
 	}
+}
+
+// satRounds and satRound are the floor's saturation measurement: the
+// median of satRounds closed-loop rounds of satRound each, so that one
+// round that meets a busier or a quieter moment of a shared machine does
+// not set both rates.
+const (
+	satRounds = 7
+	satRound  = time.Second
+)
+
+// floorSaturation measures the floor's saturation: rounds closed-loop
+// rounds of 64 callers making short calls through it for d each, after a
+// warm-up round that is not counted. It returns the median round's
+// calls/s, and the slowest and the fastest round's.
+func (g *gatewayRig) floorSaturation(rounds int, d time.Duration) (float64, [2]float64) {
+	var rates []float64
+	for r := range rounds + 1 {
+		var done atomic.Int64
+		t0 := time.Now()
+		stop := t0.Add(d)
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					if g.shortCall("floor") == nil {
+						done.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if r > 0 { // the first round warms the connections up
+			rates = append(rates, float64(done.Load())/time.Since(t0).Seconds())
+		}
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2], [2]float64{rates[0], rates[len(rates)-1]}
 }
 
 // failureKind names a failed call's kind: its status, or its error with
