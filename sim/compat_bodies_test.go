@@ -58,11 +58,11 @@ func compatCases() []compatCase {
 	}
 	for _, given := range []bool{false, true} {
 		cs = append(cs, compatCase{fmt.Sprintf("auth/%v", given), func(p *provider) reply {
-			return p.compat.auth(given, "req-auth")
+			return p.compat.authReply(given, "req-auth")
 		}})
 	}
 	cs = append(cs,
-		compatCase{"not_found", func(p *provider) reply { return p.compat.reply(p.compat.notFound("GET", "/v1/nowhere")) }},
+		compatCase{"not_found", func(p *provider) reply { return p.compat.notFoundReply("GET", "/v1/nowhere") }},
 		compatCase{"model_not_found", func(p *provider) reply { return openAIDialect{}.modelNotFound(p, "no-such-model", "req-m") }},
 		compatCase{"invalid/plain", func(p *provider) reply { return openAIDialect{}.invalid(p, "you must provide a model parameter", "") }},
 		compatCase{"invalid/missing", func(p *provider) reply {
