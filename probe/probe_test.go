@@ -59,7 +59,7 @@ func simProbe(t *testing.T, scenario string, target stream.Target, budget int) (
 }
 
 // want is a scenario's configured limits for one provider, as the
-// simulator's scenario table (sim/scenario.go) sets them.
+// probe should find them.
 type want struct {
 	windows map[string]int64 // header windows: "requests/minute" -> limit
 	est     int              // no headers: the requests per est per (0: none configured)
@@ -67,51 +67,39 @@ type want struct {
 	exact   bool // the 429 names its limit: the estimate is exact
 }
 
-func header(kv ...any) want {
-	w := want{windows: map[string]int64{}}
-	for i := 0; i < len(kv); i += 2 {
-		w.windows[kv[i].(string)] = int64(kv[i+1].(int))
+// expectation is what the probe should find for p given the simulator's
+// limits for its account: the windows its headers announce, else the
+// first request limit a probe meets (per day when that is the lower one),
+// exact where the dialect's 429 names its limit (the Gemini API's
+// QuotaFailure; the Interactions API's 429 names none).
+func expectation(p stream.ProviderInfo, l sim.Limits) want {
+	if l.Headers {
+		w := want{windows: map[string]int64{}}
+		switch {
+		case p.RequestsPerDay:
+			w.windows["requests/day"] = l.RPD
+		case l.RPM > 0:
+			w.windows["requests/minute"] = l.RPM
+		}
+		switch {
+		case l.ITPM > 0 || l.OTPM > 0:
+			w.windows["input_tokens/minute"] = l.ITPM
+			w.windows["output_tokens/minute"] = l.OTPM
+		case l.TPM > 0:
+			w.windows["tokens/minute"] = l.TPM
+		}
+		return w
+	}
+	w := want{exact: p.Dialect == stream.DialectGemini}
+	switch {
+	case l.RPD > 0 && (l.RPM == 0 || l.RPD < l.RPM):
+		w.est, w.per = int(l.RPD), "day"
+	case l.RPM > 0:
+		w.est, w.per = int(l.RPM), "minute"
+	default:
+		w.exact = false
 	}
 	return w
-}
-
-var scenarios = map[string]map[string]want{
-	"calm": {
-		"openai":    header("requests/minute", 500, "tokens/minute", 200000),
-		"anthropic": header("requests/minute", 50, "input_tokens/minute", 30000, "output_tokens/minute", 8000),
-		"groq":      header("requests/day", 14400, "tokens/minute", 12000),
-		"gemini":    {est: 10, per: "minute", exact: true},
-		// The Interactions API's 429 names no limit: the count before it, a lower bound.
-		"gemini:interactions": {est: 10, per: "minute"},
-		"mistral":             {est: 60, per: "minute"},
-		"xai":                 {est: 60, per: "minute"},
-		"deepseek":            {},
-		"bedrock":             {est: 250, per: "minute"},
-	},
-	"busy": {
-		"openai":    header("requests/minute", 20, "tokens/minute", 40000),
-		"anthropic": header("requests/minute", 10, "input_tokens/minute", 10000, "output_tokens/minute", 4000),
-		"groq":      header("requests/day", 14400, "tokens/minute", 6000),
-		"gemini":    {est: 5, per: "minute", exact: true},
-		// The Interactions API's 429 names no limit: the count before it, a lower bound.
-		"gemini:interactions": {est: 5, per: "minute"},
-		"mistral":             {est: 12, per: "minute"},
-		"xai":                 {est: 12, per: "minute"},
-		"deepseek":            {},
-		"bedrock":             {est: 50, per: "minute"},
-	},
-	"daily-quota": {
-		"openai":    header("requests/minute", 500, "tokens/minute", 200000),
-		"anthropic": header("requests/minute", 50, "input_tokens/minute", 30000, "output_tokens/minute", 8000),
-		"groq":      header("requests/day", 3, "tokens/minute", 12000),
-		"gemini":    {est: 3, per: "day", exact: true},
-		// The Interactions API's 429 names no limit: the count before it, a lower bound.
-		"gemini:interactions": {est: 3, per: "day"},
-		"mistral":             {est: 60, per: "minute"},
-		"xai":                 {est: 60, per: "minute"},
-		"deepseek":            {},
-		"bedrock":             {est: 250, per: "minute"},
-	},
 }
 
 // On the simulator the probe finds each scenario's configured limits, for
@@ -119,15 +107,17 @@ var scenarios = map[string]map[string]want{
 // simulator never receives more requests than the budget.
 func TestProbeFindsScenarioLimits(t *testing.T) {
 	const budget = DefaultBudget
-	for sc, provs := range scenarios {
+	for _, sc := range []string{"calm", "busy", "daily-quota"} {
+		limits, err := sim.ScenarioLimits(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, p := range stream.Providers() {
-			w, ok := provs[p.Name]
+			l, ok := limits[p.AccountName()]
 			if !ok {
-				w, ok = provs[p.AccountName()]
+				t.Fatalf("%s: the simulator has no limits for %s", sc, p.AccountName())
 			}
-			if !ok {
-				t.Fatalf("no expectation for %s", p.Name)
-			}
+			w := expectation(p, l)
 			t.Run(sc+"/"+p.Name, func(t *testing.T) {
 				c, n := simProbe(t, sc, stream.Target{Provider: p.Name, Model: p.DefaultModel}, budget)
 				if n > budget || int64(c.Budget.Sent) != n || c.Budget.Requests != budget {

@@ -21,7 +21,7 @@ type catalogueAPI interface {
 // ---- OpenAI-compatible ----------------------------------------------------
 
 func (openAIDialect) modelNotFound(p *provider, model, _ string) reply {
-	e := p.compat.modelNotFound(model)
+	e := p.compat.modelNotFound.render("{model}", model)
 	e.message += unknownModelHint(p.name, model)
 	return p.compat.reply(e)
 }
@@ -38,7 +38,7 @@ func (openAIDialect) catalogue(s *Server, p *provider, r *http.Request, sub stri
 		return reply{}, false
 	}
 	if r.Method != http.MethodGet {
-		return p.compat.reply(p.compat.notFound(r.Method, strings.TrimPrefix(r.URL.Path, "/"+p.name))), true
+		return p.compat.notFoundReply(r.Method, strings.TrimPrefix(r.URL.Path, "/"+p.name)), true
 	}
 	if bad, ok := p.d.auth(p, r, req.requestID); !ok {
 		return bad, true

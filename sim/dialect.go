@@ -110,7 +110,6 @@ var (
 )
 
 func init() {
-	initCompat()
 	providers = providerTable()
 	for _, p := range providers {
 		providerNames = append(providerNames, p.name)

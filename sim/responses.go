@@ -34,7 +34,7 @@ type responsesDialect struct{ openAIDialect }
 
 func (responsesDialect) route(p *provider, r *http.Request, _ string, _ *simRequest) (reply, bool) {
 	if r.Method != http.MethodPost {
-		return p.compat.reply(p.compat.notFound(r.Method, strings.TrimPrefix(r.URL.Path, "/"+p.name))), false
+		return p.compat.notFoundReply(r.Method, strings.TrimPrefix(r.URL.Path, "/"+p.name)), false
 	}
 	return reply{}, true
 }

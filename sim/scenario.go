@@ -560,3 +560,29 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// Limits are a provider's rate limits in a scenario (0: none).
+type Limits struct {
+	RPM, TPM   int64 // requests and tokens per minute
+	ITPM, OTPM int64 // input and output tokens per minute
+	RPD, TPD   int64 // requests and tokens per day
+	// Headers: the simulator announces the limits in response headers.
+	Headers bool
+}
+
+// ScenarioLimits returns the limits of every provider in the named preset
+// scenario, by provider name: the provider's defaults with the scenario's
+// changes.
+func ScenarioLimits(name string) (map[string]Limits, error) {
+	s, err := preset(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Limits, len(s.Providers))
+	for n, c := range s.Providers {
+		p := providerOf(n)
+		out[n] = Limits{RPM: c.RPM, TPM: c.TPM, ITPM: c.ITPM, OTPM: c.OTPM, RPD: c.RPD, TPD: c.TPD,
+			Headers: p != nil && p.limitHeaders}
+	}
+	return out, nil
+}

@@ -206,3 +206,32 @@ func TestPresetBehaviour(t *testing.T) {
 		}
 	})
 }
+
+// ScenarioLimits names every provider of the table, with the scenario's
+// changes over the provider's own limits, and refuses an unknown scenario.
+func TestScenarioLimits(t *testing.T) {
+	calm, err := ScenarioLimits("calm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := ScenarioLimits("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range providers {
+		c, ok := calm[p.name]
+		if !ok {
+			t.Fatalf("calm: no limits for %s", p.name)
+		}
+		d := p.limits
+		if c.RPM != d.RPM || c.TPM != d.TPM || c.ITPM != d.ITPM || c.OTPM != d.OTPM || c.RPD != d.RPD || c.TPD != d.TPD || c.Headers != p.limitHeaders {
+			t.Errorf("calm %s: %+v, the row says %+v (headers %v)", p.name, c, d, p.limitHeaders)
+		}
+	}
+	if busy["openai"].RPM != 20 || busy["openai"].TPM != 40000 || busy["bedrock"] != calm["bedrock"] {
+		t.Errorf("busy: openai %+v, bedrock %+v (calm %+v)", busy["openai"], busy["bedrock"], calm["bedrock"])
+	}
+	if _, err := ScenarioLimits("no-such-scenario"); err == nil {
+		t.Error("an unknown scenario gave no error")
+	}
+}

@@ -35,18 +35,22 @@ type errorInfo struct {
 }
 
 // withDefaults fills a rate-limit body's numbers that the state left out.
-func (e errorInfo) withDefaults() errorInfo {
+func (e errorInfo) withDefaults() errorInfo { return e.fill(rateDefaults) }
+
+// fill takes from d the numbers e leaves out: the delay, the metric, the
+// limit with its use, the request.
+func (e errorInfo) fill(d errorInfo) errorInfo {
 	if e.retryAfter <= 0 {
-		e.retryAfter = 2 * time.Second
+		e.retryAfter = d.retryAfter
 	}
 	if e.metric == "" {
-		e.metric = "requests"
+		e.metric = d.metric
 	}
 	if e.limit == 0 {
-		e.limit, e.used = 60, 60
+		e.limit, e.used = d.limit, d.used
 	}
 	if e.requested == 0 {
-		e.requested = 1
+		e.requested = d.requested
 	}
 	return e
 }
@@ -216,15 +220,6 @@ func regainText(t time.Time) string {
 func withRetryAfter(r reply, d time.Duration) reply {
 	r.header.Set("Retry-After", retryAfterSeconds(d))
 	return r
-}
-
-func perMinuteText(metric string) (long, abbrev string) {
-	switch metric {
-	case "tokens":
-		return "tokens per min", "TPM"
-	default:
-		return "requests per min", "RPM"
-	}
 }
 
 func thousands(n int64) string {
