@@ -216,7 +216,7 @@ func servedHeader(p *ProviderInfo, h http.Header) string {
 // string or an object with a string type ("": none). Only events that
 // mention field are decoded.
 func servedInEvent(field, data string) string {
-	if field == "" || !strings.Contains(data, `"`+field+`"`) {
+	if field == "" || !namesAValue(data, `"`+field+`"`) {
 		return ""
 	}
 	var v any
@@ -224,6 +224,24 @@ func servedInEvent(field, data string) string {
 		return ""
 	}
 	return cleanTier(findTier(v, field, 0))
+}
+
+// namesAValue reports whether data holds the member key with a value other
+// than null, so that an event naming the member as null (in every chunk of
+// a stream) is not decoded on each token.
+func namesAValue(data, key string) bool {
+	for i := strings.Index(data, key); i >= 0; {
+		rest := strings.TrimLeft(data[i+len(key):], " \t\r\n")
+		if v, ok := strings.CutPrefix(rest, ":"); ok && !strings.HasPrefix(strings.TrimLeft(v, " \t\r\n"), "null") {
+			return true
+		}
+		next := strings.Index(data[i+len(key):], key)
+		if next < 0 {
+			return false
+		}
+		i += len(key) + next
+	}
+	return false
 }
 
 // findTier walks v for the member field (depth-first, at most 8 levels).

@@ -138,6 +138,8 @@ func TestServedTierInEvent(t *testing.T) {
 		`{"choices":[{"delta":{"content":"\"service_tier\":\"priority\""}}]}`:                 "",
 		`{"service_tier":"<script>"}`:                                                         "",
 		`not json "service_tier"`:                                                             "",
+		`{"id":"c","service_tier":null,"choices":[]}`:                                         "",
+		`{"service_tier" : null,"response":{"service_tier": "flex"}}`:                         "flex",
 	} {
 		field := "service_tier"
 		if strings.Contains(data, "serviceTier") {
@@ -261,5 +263,22 @@ func TestPriorityWindows(t *testing.T) {
 	}
 	if o := ParseLimits("openai", h, fixedNow); o != nil && o.PriorityInputTokens != nil {
 		t.Errorf("openai read anthropic's priority windows")
+	}
+}
+
+// TestNamesAValue: an event naming the served-tier member as null is not
+// decoded (it would be on every token of a stream that names it so).
+func TestNamesAValue(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{"service_tier":"default"}`:                        true,
+		`{"service_tier":null,"choices":[]}`:                false,
+		`{"service_tier" :  null}`:                          false,
+		`{"service_tier":null,"x":{"service_tier":"flex"}}`: true,
+		`{"choices":[]}`:                                    false,
+		`{"service_tier"`:                                   false,
+	} {
+		if got := namesAValue(data, `"service_tier"`); got != want {
+			t.Errorf("%s: %v, want %v", data, got, want)
+		}
 	}
 }
